@@ -1,0 +1,65 @@
+// JSON text <-> brine::Value.
+//
+// Two writers share one encoder:
+//   - the storage form (JsonStyle::Storage()): compact, `,` and `:` without
+//     spaces, raw UTF-8, and nothing SQLite 3.40's json functions reject (an
+//     infinite float is written as `9e999`, which reads back as infinity; NaN as
+//     `null`, since JSON has no NaN);
+//   - Python's json.dumps forms (JsonStyle::Python(indent)), byte for byte as
+//     Salt's json outputter prints them: `", "`/`": "` separators when not
+//     indented, `","`/`": "` when indented, `Infinity`/`NaN`, floats as Python's
+//     repr (`4.0`, `1e+16`, `1e-05`).
+// Strings are bytes. Valid UTF-8 is written raw (ensure_ascii=False); each byte
+// that is not part of valid UTF-8 is written as `\udcXX` (Python's
+// surrogateescape), and the parser turns a lone `\udc80`..`\udcff` back into
+// that byte, so any byte string round-trips.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "brine/core/value.h"
+
+namespace brine {
+
+struct JsonStyle {
+  // Spaces per level; negative means all on one line.
+  int indent = -1;
+  // One-line separators: Python's `", "`/`": "` (true) or compact `,`/`:`.
+  bool spaced = false;
+  // Sort map keys by byte value (Python's sort_keys=True on str keys).
+  bool sort_keys = false;
+  // Python spellings for non-finite floats (Infinity, NaN) instead of the storage ones.
+  bool python_nonfinite = false;
+  // Escape everything outside ASCII as \uXXXX (Python's ensure_ascii=True).
+  bool ensure_ascii = false;
+
+  static JsonStyle Storage() { return {}; }
+  // json.dumps(v, indent=indent, ensure_ascii=False); indent < 0 is indent=None.
+  static JsonStyle Python(int indent) {
+    return {.indent = indent, .spaced = true, .sort_keys = false, .python_nonfinite = true};
+  }
+};
+
+class JsonError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Appends the JSON text of `v` to `out`. Never throws except std::bad_alloc.
+void WriteJson(const Value& v, const JsonStyle& style, std::string& out);
+[[nodiscard]] std::string ToJson(const Value& v, const JsonStyle& style = JsonStyle::Storage());
+
+// Python's repr() of a float: the shortest text that reads back to `d`
+// (`4.0`, `0.1`, `1e+16`, `1e-05`, `inf`, `nan`).
+[[nodiscard]] std::string PythonFloatRepr(double d);
+
+// Parses one JSON document (surrounding whitespace allowed). Also accepts
+// Python's `Infinity`, `-Infinity` and `NaN`. Integers that fit 64 bits stay
+// integers; others become floats. Nesting deeper than kMaxJsonDepth is refused.
+// Throws JsonError with the byte offset on malformed input.
+inline constexpr int kMaxJsonDepth = 1000;
+[[nodiscard]] Value ParseJson(std::string_view text);
+
+}  // namespace brine

@@ -1,0 +1,443 @@
+#include "brine/core/json.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "brine/core/utf8.h"
+
+namespace brine {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+void AppendU16Escape(unsigned code, std::string& out) {
+  out += "\\u";
+  out += kHex[(code >> 12) & 0xF];
+  out += kHex[(code >> 8) & 0xF];
+  out += kHex[(code >> 4) & 0xF];
+  out += kHex[code & 0xF];
+}
+
+void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
+  out += '"';
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        default:
+          if (c < 0x20) {
+            AppendU16Escape(c, out);
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    const std::size_t n = Utf8SequenceLength(s.substr(i));
+    if (n == 0) {
+      // Not UTF-8: keep the byte, as Python's surrogateescape does.
+      AppendU16Escape(0xDC00 + c, out);
+      ++i;
+      continue;
+    }
+    if (style.ensure_ascii) {
+      const char32_t cp = DecodeUtf8(s.substr(i, n));
+      if (cp >= 0x10000) {
+        const unsigned v = static_cast<unsigned>(cp) - 0x10000;
+        AppendU16Escape(0xD800 + (v >> 10), out);
+        AppendU16Escape(0xDC00 + (v & 0x3FF), out);
+      } else {
+        AppendU16Escape(static_cast<unsigned>(cp), out);
+      }
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  out += '"';
+}
+
+void WriteFloat(double d, const JsonStyle& style, std::string& out) {
+  if (std::isnan(d)) {
+    out += style.python_nonfinite ? "NaN" : "null";
+  } else if (std::isinf(d)) {
+    if (style.python_nonfinite) {
+      out += d > 0 ? "Infinity" : "-Infinity";
+    } else {
+      out += d > 0 ? "9e999" : "-9e999";
+    }
+  } else {
+    out += PythonFloatRepr(d);
+  }
+}
+
+void Newline(const JsonStyle& style, int level, std::string& out) {
+  out += '\n';
+  out.append(static_cast<std::size_t>(style.indent) * static_cast<std::size_t>(level), ' ');
+}
+
+void Write(const Value& v, const JsonStyle& style, int level, std::string& out) {
+  const bool pretty = style.indent >= 0;
+  const char* item_sep = pretty ? "," : (style.spaced ? ", " : ",");
+  const char* key_sep = (pretty || style.spaced) ? ": " : ":";
+  switch (v.kind()) {
+    case Value::Kind::kNull: out += "null"; return;
+    case Value::Kind::kBool: out += v.as_bool() ? "true" : "false"; return;
+    case Value::Kind::kInt: out += std::to_string(v.as_int()); return;
+    case Value::Kind::kUint: out += std::to_string(v.as_uint()); return;
+    case Value::Kind::kFloat: WriteFloat(v.as_float(), style, out); return;
+    case Value::Kind::kString: WriteString(v.as_string(), style, out); return;
+    case Value::Kind::kList: {
+      const auto& l = v.as_list();
+      if (l.empty()) {
+        out += "[]";
+        return;
+      }
+      out += '[';
+      for (std::size_t i = 0; i < l.size(); ++i) {
+        if (i > 0) out += item_sep;
+        if (pretty) Newline(style, level + 1, out);
+        Write(l[i], style, level + 1, out);
+      }
+      if (pretty) Newline(style, level, out);
+      out += ']';
+      return;
+    }
+    case Value::Kind::kMap: {
+      const auto& m = v.as_map();
+      if (m.empty()) {
+        out += "{}";
+        return;
+      }
+      std::vector<const std::pair<std::string, Value>*> entries;
+      entries.reserve(m.size());
+      for (const auto& e : m) entries.push_back(&e);
+      if (style.sort_keys) {
+        std::stable_sort(entries.begin(), entries.end(),
+                         [](const auto* a, const auto* b) { return a->first < b->first; });
+      }
+      out += '{';
+      for (std::size_t i = 0; i < entries.size(); ++i) {
+        if (i > 0) out += item_sep;
+        if (pretty) Newline(style, level + 1, out);
+        WriteString(entries[i]->first, style, out);
+        out += key_sep;
+        Write(entries[i]->second, style, level + 1, out);
+      }
+      if (pretty) Newline(style, level, out);
+      out += '}';
+      return;
+    }
+  }
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : s_(text) {}
+
+  Value ParseDocument() {
+    SkipWs();
+    Value v = ParseValue(0);
+    SkipWs();
+    if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
+    return v;
+  }
+
+ private:
+  [[noreturn]] void Fail(const char* what) const {
+    throw JsonError("invalid JSON at byte " + std::to_string(pos_) + ": " + what);
+  }
+
+  void SkipWs() {
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) {
+      ++pos_;
+    }
+  }
+
+  bool Consume(std::string_view word) {
+    if (s_.substr(pos_, word.size()) == word) {
+      pos_ += word.size();
+      return true;
+    }
+    return false;
+  }
+
+  Value ParseValue(int depth) {
+    if (depth > kMaxJsonDepth) Fail("nesting too deep");
+    if (pos_ >= s_.size()) Fail("unexpected end of input");
+    const char c = s_[pos_];
+    switch (c) {
+      case '{': return ParseObject(depth);
+      case '[': return ParseArray(depth);
+      case '"': return Value(ParseString());
+      case 't':
+        if (Consume("true")) return Value(true);
+        break;
+      case 'f':
+        if (Consume("false")) return Value(false);
+        break;
+      case 'n':
+        if (Consume("null")) return Value();
+        break;
+      case 'N':
+        if (Consume("NaN")) return Value(std::numeric_limits<double>::quiet_NaN());
+        break;
+      case 'I':
+        if (Consume("Infinity")) return Value(std::numeric_limits<double>::infinity());
+        break;
+      default:
+        if (c == '-' || (c >= '0' && c <= '9')) return ParseNumber();
+    }
+    Fail("unexpected character");
+  }
+
+  Value ParseObject(int depth) {
+    ++pos_;  // {
+    ValueMap m;
+    SkipWs();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+      return Value(std::move(m));
+    }
+    while (true) {
+      SkipWs();
+      if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
+      std::string key = ParseString();
+      SkipWs();
+      if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
+      ++pos_;
+      SkipWs();
+      m.emplace_back(std::move(key), ParseValue(depth + 1));
+      SkipWs();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == '}') {
+        ++pos_;
+        return Value(std::move(m));
+      }
+      Fail("expected ',' or '}'");
+    }
+  }
+
+  Value ParseArray(int depth) {
+    ++pos_;  // [
+    ValueList l;
+    SkipWs();
+    if (pos_ < s_.size() && s_[pos_] == ']') {
+      ++pos_;
+      return Value(std::move(l));
+    }
+    while (true) {
+      SkipWs();
+      l.push_back(ParseValue(depth + 1));
+      SkipWs();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == ']') {
+        ++pos_;
+        return Value(std::move(l));
+      }
+      Fail("expected ',' or ']'");
+    }
+  }
+
+  unsigned ParseHex4() {
+    if (pos_ + 4 > s_.size()) Fail("truncated \\u escape");
+    unsigned v = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = s_[pos_++];
+      v <<= 4;
+      if (c >= '0' && c <= '9') {
+        v |= static_cast<unsigned>(c - '0');
+      } else if (c >= 'a' && c <= 'f') {
+        v |= static_cast<unsigned>(c - 'a' + 10);
+      } else if (c >= 'A' && c <= 'F') {
+        v |= static_cast<unsigned>(c - 'A' + 10);
+      } else {
+        Fail("bad hex digit in \\u escape");
+      }
+    }
+    return v;
+  }
+
+  std::string ParseString() {
+    ++pos_;  // "
+    std::string out;
+    while (true) {
+      // Copy the run of plain bytes in one go: returns are mostly plain text.
+      const std::size_t start = pos_;
+      while (pos_ < s_.size() && s_[pos_] != '"' && s_[pos_] != '\\' &&
+             static_cast<unsigned char>(s_[pos_]) >= 0x20) {
+        ++pos_;
+      }
+      out.append(s_.substr(start, pos_ - start));
+      if (pos_ >= s_.size()) Fail("unterminated string");
+      const char c = s_[pos_++];
+      if (c == '"') return out;
+      if (c != '\\') Fail("control character in string");
+      if (pos_ >= s_.size()) Fail("unterminated escape");
+      const char e = s_[pos_++];
+      switch (e) {
+        case '"': out += '"'; break;
+        case '\\': out += '\\'; break;
+        case '/': out += '/'; break;
+        case 'b': out += '\b'; break;
+        case 'f': out += '\f'; break;
+        case 'n': out += '\n'; break;
+        case 'r': out += '\r'; break;
+        case 't': out += '\t'; break;
+        case 'u': {
+          unsigned cp = ParseHex4();
+          if (cp >= 0xD800 && cp <= 0xDBFF && s_.substr(pos_, 2) == "\\u") {
+            const std::size_t save = pos_;
+            pos_ += 2;
+            const unsigned lo = ParseHex4();
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
+              AppendUtf8(0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00), out);
+              break;
+            }
+            pos_ = save;
+          }
+          if (cp >= 0xDC80 && cp <= 0xDCFF) {
+            // Python's surrogateescape: the original byte.
+            out += static_cast<char>(cp - 0xDC00);
+          } else {
+            AppendUtf8(cp, out);
+          }
+          break;
+        }
+        default: Fail("unknown escape");
+      }
+    }
+  }
+
+  Value ParseNumber() {
+    const std::size_t start = pos_;
+    if (s_[pos_] == '-') {
+      ++pos_;
+      if (Consume("Infinity")) return Value(-std::numeric_limits<double>::infinity());
+    }
+    bool is_float = false;
+    if (pos_ >= s_.size() || !(s_[pos_] >= '0' && s_[pos_] <= '9')) Fail("bad number");
+    while (pos_ < s_.size()) {
+      const char c = s_[pos_];
+      if (c >= '0' && c <= '9') {
+        ++pos_;
+      } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
+        is_float = true;
+        ++pos_;
+      } else {
+        break;
+      }
+    }
+    const std::string_view num = s_.substr(start, pos_ - start);
+    const char* first = num.data();
+    const char* last = num.data() + num.size();
+    if (!is_float) {
+      std::int64_t i = 0;
+      auto r = std::from_chars(first, last, i);
+      if (r.ec == std::errc() && r.ptr == last) return Value(static_cast<long long>(i));
+      std::uint64_t u = 0;
+      r = std::from_chars(first, last, u);
+      if (r.ec == std::errc() && r.ptr == last) return Value(static_cast<unsigned long long>(u));
+    }
+    double d = 0;
+    const auto r = std::from_chars(first, last, d);
+    if (r.ptr != last) Fail("bad number");
+    if (r.ec == std::errc::result_out_of_range) {
+      // from_chars leaves d untouched on overflow; Python gives inf or 0.0.
+      const bool negative = num.front() == '-';
+      const auto e = num.find_first_of("eE");
+      const bool tiny = e != std::string_view::npos && num.substr(e + 1).front() == '-';
+      d = tiny ? (negative ? -0.0 : 0.0)
+               : (negative ? -std::numeric_limits<double>::infinity()
+                           : std::numeric_limits<double>::infinity());
+    } else if (r.ec != std::errc()) {
+      Fail("bad number");
+    }
+    return Value(d);
+  }
+
+  std::string_view s_;
+  std::size_t pos_ = 0;
+};
+
+}  // namespace
+
+std::string PythonFloatRepr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  char buf[64];
+  // Shortest round-trip digits, in scientific form: [-]D[.DDD]e[+-]XX.
+  const auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<std::size_t>(r.ptr - buf));
+  std::string out;
+  if (sci.front() == '-') {
+    out += '-';
+    sci.remove_prefix(1);
+  }
+  const auto e = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e)) {
+    if (c != '.') digits += c;
+  }
+  int exp10 = 0;
+  std::from_chars(sci.data() + e + 1 + (sci[e + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
+                  exp10);
+  const int decpt = exp10 + 1;  // position of the decimal point relative to digits
+  if (decpt > -4 && decpt <= 16) {
+    if (decpt <= 0) {
+      out += "0.";
+      out.append(static_cast<std::size_t>(-decpt), '0');
+      out += digits;
+    } else if (static_cast<std::size_t>(decpt) >= digits.size()) {
+      out += digits;
+      out.append(static_cast<std::size_t>(decpt) - digits.size(), '0');
+      out += ".0";
+    } else {
+      out += digits.substr(0, static_cast<std::size_t>(decpt));
+      out += '.';
+      out += digits.substr(static_cast<std::size_t>(decpt));
+    }
+    return out;
+  }
+  out += digits[0];
+  if (digits.size() > 1) {
+    out += '.';
+    out += digits.substr(1);
+  }
+  char exp_buf[16];
+  std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exp10 < 0 ? '-' : '+', std::abs(exp10));
+  out += exp_buf;
+  return out;
+}
+
+void WriteJson(const Value& v, const JsonStyle& style, std::string& out) { Write(v, style, 0, out); }
+
+std::string ToJson(const Value& v, const JsonStyle& style) {
+  std::string out;
+  WriteJson(v, style, out);
+  return out;
+}
+
+Value ParseJson(std::string_view text) { return Parser(text).ParseDocument(); }
+
+}  // namespace brine

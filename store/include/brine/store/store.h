@@ -1,0 +1,241 @@
+// brine::store: the returner layer. The only module that speaks SQL.
+//
+// `Store` mirrors Salt's returner contract (spec salt-jobs.md section 5) with
+// the semantics of Salt's default `local_cache` (section 4.2):
+//   - an unknown jid gives an empty answer, never an error;
+//   - the first return from a minion wins; a repeat is reported, never stored;
+//   - minion lists given for a jid merge (their union is the job's expected
+//     minions), except that a stub made from a return gives way to a publish.
+// Values cross this interface as brine::Value; no SQLite type appears here, so
+// another backend can sit behind the same interface.
+//
+// Threading: a Store is one database connection and belongs to one thread.
+// Open one Store per thread; readers and one writer may work at once (WAL).
+//
+// Writes: every write joins the open batch (see BeginBatch) or, when none is
+// open, runs in a transaction of its own. A failed COMMIT rolls back, throws
+// WriteFailedError and leaves the Store refusing writes: the caller keeps its
+// batch, opens a new Store and replays it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "brine/core/time.h"
+#include "brine/core/value.h"
+#include "brine/store/errors.h"
+
+namespace brine::store {
+
+struct OpenOptions {
+  enum class Access { kReadWrite, kReadOnly };
+  enum class Sync { kNormal, kFull };
+  Access access = Access::kReadWrite;
+  // NORMAL: a commit is durable once the WAL is checkpointed or the OS flushes;
+  // a power cut may lose the last commits but never corrupts. FULL: fsync each commit.
+  Sync sync = Sync::kNormal;
+  // How long a statement waits on another connection's lock before BusyError.
+  std::chrono::milliseconds busy_timeout{10000};
+  // Page cache per connection. Large enough to keep every minion's hot index
+  // page in memory during a batch.
+  std::int64_t cache_kib = 64 * 1024;
+  // The WAL is truncated back to this size after checkpoints.
+  std::int64_t journal_size_limit_bytes = 64 * 1024 * 1024;
+  // Recorded as `master_id` on archived events (Salt's opts["id"]).
+  std::string master_id = "brine_master";
+  // Caps the database at this many pages (0: SQLite's limit). A quota, and a
+  // way for tests to make a commit fail the way a full disk does.
+  std::int64_t max_page_count = 0;
+  // Source of "now" for jids and arrival times; nullptr means the system clock.
+  // When given it must outlive the Store.
+  const Clock* clock = nullptr;
+};
+
+// Identifies a stored return, so an archived event can share its payload.
+using ReturnId = std::int64_t;
+
+struct ReturnOutcome {
+  enum class Kind {
+    kStored,     // first return from this minion for this jid: stored
+    kRepeat,     // same payload as the stored one apart from `_stamp`: not stored
+    kConflict,   // a different payload for a stored (jid, minion): the first is kept
+    kNotCached,  // not stored: the jid is marked nocache, job_cache is off for it,
+                 // or the load lacks `jid`, `id` or `return`
+  };
+  Kind kind = Kind::kNotCached;
+  // The stored return (for kStored, kRepeat and kConflict); 0 otherwise.
+  ReturnId id = 0;
+  // For kRepeat: true when this load's `_stamp` differs from the stored one.
+  bool stamp_differs = false;
+  // The jid the return was filed under (a fresh one when the load said "req").
+  std::string jid;
+};
+
+// One bus event to archive.
+struct Event {
+  std::string tag;
+  Value data;        // a map
+  Micros received;   // arrival time; the archive keeps arrival order
+  // When set, `data` equals that stored return's payload except, when
+  // `own_stamp` is true, for the value of `_stamp` at the same position. The
+  // archive then keeps a reference instead of a second copy.
+  std::optional<ReturnId> same_as_return;
+  bool own_stamp = false;
+};
+
+// A job as the job cache holds it.
+struct JobRecord {
+  std::string jid;
+  Value load;                         // the publish load (a map; {} when none yet)
+  std::vector<std::string> minions;   // expected minions, sorted
+  Value metadata;                     // the job's metadata map, or null
+  std::optional<std::string> endtime;
+};
+
+// What GetJids selects. Every condition given must hold (AND).
+struct JobFilter {
+  // Inclusive bounds on the jid text. Jids are UTC times, so a time window is
+  // FormatJid(start) .. FormatJid(end) + "~".
+  std::optional<std::string> jid_min;
+  std::optional<std::string> jid_max;
+  // fnmatch globs on the load's `fun`; a job passes when any matches.
+  std::vector<std::string> function_globs;
+  // fnmatch globs on the load's `tgt`; a list target passes when any element matches any glob.
+  std::vector<std::string> target_globs;
+  // Passes when the job's metadata has any of these keys with an equal value.
+  std::optional<Value> metadata;
+  // Functions to leave out (exact names), e.g. "saltutil.find_job".
+  std::vector<std::string> exclude_functions;
+  // Keep only the newest `limit` matching jobs (still returned oldest first).
+  std::optional<std::size_t> limit;
+};
+
+struct CleanResult {
+  std::int64_t jobs = 0;
+  std::int64_t returns = 0;
+  std::int64_t events = 0;
+  std::int64_t quarantined = 0;
+  // True when the row budget ran out before everything old was gone.
+  bool more = false;
+};
+
+class Store;
+
+// An open write batch: every write on the Store joins one BEGIN IMMEDIATE
+// transaction until Commit. Destroying an uncommitted Batch rolls it back.
+class Batch {
+ public:
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&&) = delete;
+  Batch(const Batch&) = delete;
+  ~Batch();
+
+  // Commits. Throws WriteFailedError (rolled back; the Store now refuses
+  // writes) or BusyError. After a throw the batch is closed.
+  void Commit();
+
+ private:
+  friend class Store;
+  explicit Batch(Store* store) : store_(store) {}
+  Store* store_;  // the Store outlives its batches
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // --- batches ---------------------------------------------------------------
+  // Opens a write batch. Throws StoreError if one is already open or the
+  // Store is read-only or refusing writes after a failed commit.
+  [[nodiscard]] Batch BeginBatch();
+
+  // --- writes (Salt's returner functions) -------------------------------------
+  // Registers `passed_jid` or a fresh jid; with `nocache` returns for it are
+  // not stored. An existing jid is not a collision (local_cache's rule).
+  enum class Caching { kCache, kNoCache };
+  virtual std::string PrepJid(Caching caching, const std::optional<std::string>& passed_jid) = 0;
+
+  // Stores the publish load of `jid` (a map), replacing an earlier load. The
+  // `minions` merge into the expected set; when the job only had a stub made
+  // from a return, the stub's minions are dropped first.
+  virtual void SaveLoad(const std::string& jid, const Value& load,
+                        const std::optional<std::vector<std::string>>& minions) = 0;
+
+  // Merges `minions` into the expected set of `jid` (creating the job entry).
+  // `syndic_id` is accepted for Salt's signature; lists merge either way.
+  virtual void SaveMinions(const std::string& jid, const std::vector<std::string>& minions,
+                           const std::optional<std::string>& syndic_id) = 0;
+
+  // Stores one minion return load (`jid`, `id`, `return`, ...; Salt's store_job
+  // input). A "req" jid gets a fresh jid. A jid with no publish gets a stub
+  // load built as store_job does (fun, arg=fun_args, tgt=id, tgt_type=glob,
+  // user) and that minion as expected. The whole load is kept as `full_ret`.
+  // The job takes its metadata from its first return with a dict `metadata`.
+  [[nodiscard]] virtual ReturnOutcome Returner(const Value& ret) = 0;
+
+  // Archives bus events in order (Salt's event_return). Job events (tags
+  // `salt/job/<jid>/...`, a bare jid, `new_job`) are linked to their job.
+  virtual void EventReturn(std::span<const Event> events) = 0;
+
+  // Keeps a frame that could not be decoded, with the reason.
+  virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
+
+  // Records the job's end time text (`job_cache_store_endtime`).
+  virtual void UpdateEndtime(const std::string& jid, const std::string& endtime) = 0;
+
+  // Deletes jobs whose jid time is before `jobs_before` (with their load,
+  // expected minions and returns), and archived events and quarantined frames
+  // that arrived before `events_before`; at most `max_rows` rows in all.
+  virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before,
+                                   std::optional<Micros> events_before, std::int64_t max_rows) = 0;
+
+  // --- reads --------------------------------------------------------------------
+  // The load of `jid` plus "Minions" (sorted expected minions, when any); {} if unknown.
+  [[nodiscard]] virtual Value GetLoad(const std::string& jid) = 0;
+  // {minion: {"return", ["retcode"], ["success"], ["out"]}} in minion-name
+  // order; {} if unknown.
+  [[nodiscard]] virtual Value GetJid(const std::string& jid) = 0;
+  // The full return load of each minion's return for `jid`, in minion-name order.
+  [[nodiscard]] virtual Value GetJidFull(const std::string& jid) = 0;
+  // Jobs that have a load and pass `filter`, in jid order. `minions` is left
+  // empty here (Salt's get_jids has no Minions); GetLoad has them.
+  [[nodiscard]] virtual std::vector<JobRecord> GetJids(const JobFilter& filter) = 0;
+  // The newest `count` jobs, oldest first, without saltutil.find_job when asked.
+  enum class FindJobs { kKeep, kDrop };
+  [[nodiscard]] virtual std::vector<JobRecord> GetJidsFilter(std::size_t count,
+                                                             FindJobs find_jobs) = 0;
+  // {minion: full return load} from each minion's newest job running `fun`.
+  [[nodiscard]] virtual Value GetFun(const std::string& fun) = 0;
+  // Every minion that has returned, sorted.
+  [[nodiscard]] virtual std::vector<std::string> GetMinions() = 0;
+  [[nodiscard]] virtual std::optional<std::string> GetEndtime(const std::string& jid) = 0;
+
+  // The schema version of the open database (PRAGMA user_version).
+  [[nodiscard]] virtual int SchemaVersion() = 0;
+
+ protected:
+  virtual void BeginBatchImpl() = 0;
+  virtual void CommitBatchImpl() = 0;
+  virtual void RollbackBatchImpl() noexcept = 0;
+
+ private:
+  friend class Batch;
+};
+
+// Opens (creating when read-write) the SQLite store at `path` and brings its
+// schema up to date. Throws TooNewError for a database made by a newer brine,
+// FatalError for a file that is not a brine store or is corrupt, StoreError
+// for anything else (e.g. a missing file opened read-only).
+[[nodiscard]] std::unique_ptr<Store> OpenStore(const std::filesystem::path& path,
+                                               const OpenOptions& options = {});
+
+// The highest schema version this binary knows.
+[[nodiscard]] int LatestSchemaVersion();
+
+}  // namespace brine::store

@@ -1,0 +1,85 @@
+#include "connection.h"
+
+#include <sqlite3.h>
+
+#include <string>
+
+#include "migrations.h"
+
+namespace brine::store::detail {
+
+void RethrowAsStoreError(std::string_view context, Op op) {
+  const std::string prefix = std::string(context) + ": ";
+  try {
+    throw;
+  } catch (const StoreError&) {
+    throw;
+  } catch (const SQLite::Exception& e) {
+    const int code = e.getErrorCode() & 0xFF;
+    const std::string msg = prefix + e.what();
+    switch (code) {
+      case SQLITE_BUSY:
+      case SQLITE_LOCKED: throw BusyError(msg);
+      case SQLITE_CORRUPT:
+      case SQLITE_NOTADB: throw FatalError(msg);
+      case SQLITE_FULL:
+      case SQLITE_IOERR:
+      case SQLITE_CANTOPEN:
+      case SQLITE_READONLY:
+      case SQLITE_NOMEM:
+        if (op == Op::kWrite) throw WriteFailedError(msg);
+        throw StoreError(msg);
+      default: throw StoreError(msg);
+    }
+  } catch (const std::exception& e) {
+    throw StoreError(prefix + e.what());
+  }
+}
+
+std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& path,
+                                                 const OpenOptions& options) {
+  const bool read_only = options.access == OpenOptions::Access::kReadOnly;
+  if (read_only && !std::filesystem::exists(path)) {
+    throw StoreError("no brine store at " + path.string());
+  }
+  std::unique_ptr<SQLite::Database> db;
+  const std::string where = "opening " + path.string();
+  try {
+    const int flags = read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    db = std::make_unique<SQLite::Database>(path.string(), flags,
+                                            static_cast<int>(options.busy_timeout.count()));
+    // A file that is not a database only shows it on the first read.
+    db->exec("SELECT count(*) FROM sqlite_schema");
+  } catch (...) {
+    RethrowAsStoreError(where, Op::kRead);
+  }
+  try {
+    if (!read_only) {
+      ApplyMigrations(*db);
+      db->exec("PRAGMA journal_mode = WAL");
+      db->exec(std::string("PRAGMA synchronous = ") +
+               (options.sync == OpenOptions::Sync::kFull ? "FULL" : "NORMAL"));
+      db->exec("PRAGMA journal_size_limit = " + std::to_string(options.journal_size_limit_bytes));
+      // Zero freed cells in place but skip the extra I/O of overwriting freelist pages.
+      db->exec("PRAGMA secure_delete = FAST");
+      if (options.max_page_count > 0) {
+        db->exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count));
+      }
+    } else {
+      const int version = ReadSchemaVersion(*db);
+      if (version > static_cast<int>(EmbeddedMigrations().size())) {
+        throw TooNewError(version, static_cast<int>(EmbeddedMigrations().size()));
+      }
+      if (version == 0) throw FatalError(path.string() + " is not a brine store (schema version 0)");
+      db->exec("PRAGMA query_only = ON");
+    }
+    db->exec("PRAGMA cache_size = -" + std::to_string(options.cache_kib));
+    db->exec("PRAGMA temp_store = MEMORY");
+    db->exec("PRAGMA foreign_keys = OFF");
+  } catch (...) {
+    RethrowAsStoreError(where, read_only ? Op::kRead : Op::kWrite);
+  }
+  return db;
+}
+
+}  // namespace brine::store::detail

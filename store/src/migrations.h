@@ -1,0 +1,33 @@
+// Schema migrations: migrations/NNNN_name.sql, embedded at build time.
+#pragma once
+
+#include <vector>
+
+namespace SQLite {
+class Database;
+}
+
+namespace brine::store {
+
+struct Migration {
+  int version;
+  const char* name;
+  const char* sql;
+};
+
+// Every embedded migration, in version order (1, 2, ...). Generated.
+const std::vector<Migration>& EmbeddedMigrations();
+
+// Brings `db` to the latest version: each pending migration runs in one
+// BEGIN IMMEDIATE transaction that also sets PRAGMA user_version. Statements
+// above a line `-- @transaction` in a migration run just before that
+// transaction (pragmas such as auto_vacuum only work outside one); they must be
+// harmless to repeat. Must run before the connection switches to WAL mode. A database
+// already current is left alone. Throws TooNewError when the database is newer
+// than this binary, FatalError when the file is not a database.
+void ApplyMigrations(SQLite::Database& db);
+
+// PRAGMA user_version of `db`.
+int ReadSchemaVersion(SQLite::Database& db);
+
+}  // namespace brine::store

@@ -1,0 +1,549 @@
+// The returner layer against a real SQLite file in a fresh temp dir.
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "brine/core/jid.h"
+#include "brine/core/json.h"
+#include "brine/store/store.h"
+#include "support/golden.h"
+#include "support/temp_dir.h"
+
+using brine::FakeClock;
+using brine::ParseJson;
+using brine::ToJson;
+using brine::Value;
+using brine::store::Event;
+using brine::store::OpenOptions;
+using brine::store::OpenStore;
+using brine::store::ReturnOutcome;
+using brine::store::Store;
+using brine::test::TempDir;
+
+namespace {
+
+const brine::Micros kT0 = brine::FromUnixMicros(1704110400000000);  // 2024-01-01 12:00:00 UTC
+
+Value J(const std::string& text) { return ParseJson(text); }
+
+// A return load as a minion sends it.
+Value Ret(const std::string& jid, const std::string& minion, Value ret_value, int retcode = 0) {
+  Value r = Value::EmptyMap();
+  r.Set("fun_args", Value::EmptyList());
+  r.Set("jid", jid);
+  r.Set("return", std::move(ret_value));
+  r.Set("retcode", retcode);
+  r.Set("success", retcode == 0);
+  r.Set("cmd", "_return");
+  r.Set("_stamp", "2024-01-01T12:00:01.000001");
+  r.Set("fun", "test.ping");
+  r.Set("id", minion);
+  return r;
+}
+
+std::vector<std::string> Strings(std::initializer_list<const char*> l) {
+  return std::vector<std::string>(l.begin(), l.end());
+}
+
+std::string QueryText(const std::filesystem::path& db, const std::string& sql) {
+  SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+  SQLite::Statement q(d, sql);
+  std::string out;
+  while (q.executeStep()) {
+    for (int i = 0; i < q.getColumnCount(); ++i) {
+      if (i > 0) out += "|";
+      out += q.getColumn(i).isNull() ? "NULL" : q.getColumn(i).getString();
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+struct Fixture {
+  TempDir dir;
+  FakeClock clock{kT0};
+  std::filesystem::path path = dir / "brine.sqlite";
+  OpenOptions Options() {
+    OpenOptions o;
+    o.clock = &clock;
+    o.master_id = "salt_master";
+    return o;
+  }
+  std::unique_ptr<Store> Open() { return OpenStore(path, Options()); }
+};
+
+}  // namespace
+
+TEST_CASE("store: migrations apply to a fresh file and re-opening is a no-op", "[store]") {
+  Fixture f;
+  { auto s = f.Open(); REQUIRE(s->SchemaVersion() == brine::store::LatestSchemaVersion()); }
+  const std::string before = QueryText(f.path, "SELECT type, name, sql FROM sqlite_schema ORDER BY name");
+  { auto s = f.Open(); REQUIRE(s->SchemaVersion() == brine::store::LatestSchemaVersion()); }
+  REQUIRE(QueryText(f.path, "SELECT type, name, sql FROM sqlite_schema ORDER BY name") == before);
+  // auto_vacuum can only be set before the first table: check it took.
+  REQUIRE(QueryText(f.path, "PRAGMA auto_vacuum") == "2\n");
+  REQUIRE(QueryText(f.path, "PRAGMA journal_mode") == "wal\n");
+}
+
+TEST_CASE("store: a database from a newer brine is refused naming both versions", "[store]") {
+  Fixture f;
+  { auto s = f.Open(); }
+  {
+    SQLite::Database d(f.path.string(), SQLite::OPEN_READWRITE);
+    d.exec("PRAGMA user_version = 99");
+  }
+  const auto latest = std::to_string(brine::store::LatestSchemaVersion());
+  try {
+    auto s = f.Open();
+    FAIL("opened a too-new store");
+  } catch (const brine::store::TooNewError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("99") != std::string::npos);
+    CHECK(what.find(latest) != std::string::npos);
+  }
+  // Read-only opens refuse too, and neither touched the file.
+  REQUIRE_THROWS_AS(OpenStore(f.path, {.access = OpenOptions::Access::kReadOnly}),
+                    brine::store::TooNewError);
+  REQUIRE(QueryText(f.path, "PRAGMA user_version") == "99\n");
+}
+
+TEST_CASE("store: a file that is not a brine store is refused and left alone", "[store]") {
+  Fixture f;
+  {
+    SQLite::Database d(f.path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    d.exec("CREATE TABLE other (x)");
+  }
+  REQUIRE_THROWS_AS(f.Open(), brine::store::FatalError);
+  REQUIRE(QueryText(f.path, "SELECT name FROM sqlite_schema") == "other\n");
+  std::ofstream(f.dir / "garbage.sqlite") << std::string(8192, 'x');
+  REQUIRE_THROWS_AS(OpenStore(f.dir / "garbage.sqlite", f.Options()), brine::store::FatalError);
+  REQUIRE_THROWS_AS(OpenStore(f.dir / "missing.sqlite", {.access = OpenOptions::Access::kReadOnly}),
+                    brine::store::StoreError);
+}
+
+TEST_CASE("store: the schema after all migrations matches the golden file", "[store][golden]") {
+  Fixture f;
+  { auto s = f.Open(); }
+  const std::string schema = QueryText(f.path, "SELECT type, name, sql FROM sqlite_schema ORDER BY name");
+  const std::string diff = brine::test::CheckGolden("schema.txt", schema);
+  INFO(diff);
+  REQUIRE(diff.empty());
+}
+
+TEST_CASE("store: unknown jids give empty answers, not errors", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  REQUIRE(s->GetLoad("20240101120000123456") == Value::EmptyMap());
+  REQUIRE(s->GetJid("20240101120000123456") == Value::EmptyMap());
+  REQUIRE(s->GetJidFull("nope") == Value::EmptyMap());
+  REQUIRE_FALSE(s->GetEndtime("20240101120000123456").has_value());
+  REQUIRE(s->GetJids({}).empty());
+  REQUIRE(s->GetMinions().empty());
+  REQUIRE(s->GetFun("test.ping") == Value::EmptyMap());
+}
+
+TEST_CASE("store: the spec's worked example gives local_cache's get_load and get_jid", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000123456";
+  REQUIRE(s->PrepJid(Store::Caching::kCache, jid) == jid);
+  const Value load = J(R"({"cmd":"publish","tgt":"*","fun":"test.ping","arg":[],"tgt_type":"glob",)"
+                       R"("ret":"","jid":"20240101120000123456","kwargs":{"show_jid":false},"user":"root"})");
+  s->SaveLoad(jid, load, Strings({"web2", "web1"}));
+  const ReturnOutcome out = s->Returner(Ret(jid, "web1", true));
+  REQUIRE(out.kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(out.jid == jid);
+
+  Value expected_load = load;
+  expected_load.Set("Minions", Value::List({"web1", "web2"}));
+  REQUIRE(s->GetLoad(jid) == expected_load);
+  REQUIRE(ToJson(s->GetJid(jid)) == R"({"web1":{"return":true,"retcode":0,"success":true}})");
+  REQUIRE(s->GetMinions() == Strings({"web1"}));
+  // The missing minion is a query.
+  REQUIRE(QueryText(f.path, "SELECT jid, minion FROM jid_missing") == jid + "|web2\n");
+}
+
+TEST_CASE("store: the first return from a minion wins and repeats are classified", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000001";
+  s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*","jid":"20240101120000000001"})"), Strings({"m1"}));
+  Value first = Ret(jid, "m1", "first");
+  REQUIRE(s->Returner(first).kind == ReturnOutcome::Kind::kStored);
+
+  Value same = first;
+  auto again = s->Returner(same);
+  REQUIRE(again.kind == ReturnOutcome::Kind::kRepeat);
+  REQUIRE_FALSE(again.stamp_differs);
+
+  Value restamped = first;
+  restamped.Set("_stamp", "2024-01-01T12:00:09.999999");
+  again = s->Returner(restamped);
+  REQUIRE(again.kind == ReturnOutcome::Kind::kRepeat);
+  REQUIRE(again.stamp_differs);
+
+  Value other = Ret(jid, "m1", "second");
+  REQUIRE(s->Returner(other).kind == ReturnOutcome::Kind::kConflict);
+  REQUIRE(ToJson(s->GetJid(jid).Find("m1")->as_map()[0].second) == R"("first")");
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM salt_returns") == "1\n");
+}
+
+TEST_CASE("store: minion lists merge into the expected set", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000002";
+  s->SaveMinions(jid, Strings({"b", "a"}), std::nullopt);
+  s->SaveLoad(jid, J(R"({"fun":"cmd.run","tgt":"*"})"), Strings({"c", "a"}));
+  s->SaveMinions(jid, Strings({"d"}), std::string("syndic1"));
+  REQUIRE(ToJson(*s->GetLoad(jid).Find("Minions")) == R"(["a","b","c","d"])");
+}
+
+TEST_CASE("store: a return before its publish gets a stub that the publish replaces", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000003";
+  Value r = Ret(jid, "web3", "up 3 days");
+  r.Set("fun", "cmd.run");
+  r.Set("fun_args", Value::List({"uptime"}));
+  REQUIRE(s->Returner(r).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(ToJson(s->GetLoad(jid)) ==
+          R"({"jid":"20240101120000000003","fun":"cmd.run","arg":["uptime"],"tgt":"web3","tgt_type":"glob","Minions":["web3"]})");
+  REQUIRE(QueryText(f.path, "SELECT load_source FROM jids") == "return\n");
+
+  s->SaveLoad(jid, J(R"({"fun":"cmd.run","arg":["uptime"],"tgt":"web*","tgt_type":"glob","user":"alice"})"),
+              Strings({"web1", "web2", "web3"}));
+  const Value load = s->GetLoad(jid);
+  REQUIRE(*load.FindString("tgt") == "web*");
+  REQUIRE(ToJson(*load.Find("Minions")) == R"(["web1","web2","web3"])");
+  REQUIRE(QueryText(f.path, "SELECT load_source FROM jids") == "publish\n");
+  // A later stray return does not touch the publish load.
+  REQUIRE(s->Returner(Ret(jid, "web9", "late")).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(ToJson(*s->GetLoad(jid).Find("Minions")) == R"(["web1","web2","web3"])");
+}
+
+TEST_CASE("store: a req jid gets a fresh jid and nocache jids keep no returns", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const auto out = s->Returner(Ret("req", "m1", 1));
+  REQUIRE(out.kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(out.jid == brine::FormatJid(kT0));
+  REQUIRE(s->GetJid(out.jid).as_map().size() == 1);
+
+  f.clock.Advance(std::chrono::seconds(1));
+  const std::string jid = s->PrepJid(Store::Caching::kNoCache, std::nullopt);
+  REQUIRE(brine::IsJid(jid));
+  REQUIRE(s->Returner(Ret(jid, "m1", 1)).kind == ReturnOutcome::Kind::kNotCached);
+  REQUIRE(s->GetJid(jid) == Value::EmptyMap());
+  // Loads without jid, id or return are not stored.
+  REQUIRE(s->Returner(J(R"({"id":"m1","return":1})")).kind == ReturnOutcome::Kind::kNotCached);
+  REQUIRE(s->Returner(J(R"({"jid":"20240101120000000009","return":1})")).kind ==
+          ReturnOutcome::Kind::kNotCached);
+  REQUIRE(s->Returner(J(R"({"jid":"20240101120000000009","id":"m1"})")).kind ==
+          ReturnOutcome::Kind::kNotCached);
+}
+
+TEST_CASE("store: returns of every JSON type, big ints, floats, non-ASCII and NUL round-trip", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000004";
+  std::string nul_text("a\0b\xff\xfe", 5);
+  const std::vector<Value> values = {
+      Value(),
+      Value(true),
+      Value(false),
+      Value(static_cast<long long>(9007199254740993LL)),
+      Value(static_cast<unsigned long long>(18446744073709551615ULL)),
+      Value(static_cast<long long>(-9223372036854775807LL - 1)),
+      Value(4.0),
+      Value(12.5),
+      Value(1e16),
+      Value(1e-05),
+      Value("grüße, 世界, 🧂"),
+      Value(nul_text),
+      Value::EmptyList(),
+      Value::EmptyMap(),
+      J(R"({"z":1,"a":[1,2.0,"3",{"x":null}],"m":{"b":true}})"),
+  };
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    REQUIRE(s->Returner(Ret(jid, "m" + std::to_string(100 + i), values[i])).kind ==
+            ReturnOutcome::Kind::kStored);
+  }
+  s.reset();
+  auto r = OpenStore(f.path, {.access = OpenOptions::Access::kReadOnly});
+  const Value got = r->GetJid(jid);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const Value* entry = got.Find("m" + std::to_string(100 + i));
+    REQUIRE(entry != nullptr);
+    INFO("value " << i << ": " << ToJson(values[i]));
+    REQUIRE(*entry->Find("return") == values[i]);
+  }
+  REQUIRE(got.Find("m106")->Find("return")->is_float());
+  // SQLite's json functions read what we stored.
+  REQUIRE(QueryText(f.path, "SELECT json_extract(full_ret, '$.return') FROM ret r JOIN minion m "
+                            "ON m.id = r.minion_id WHERE m.name = 'm103'") == "9007199254740993\n");
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM salt_returns WHERE json_valid(full_ret)") ==
+          std::to_string(values.size()) + "\n");
+}
+
+TEST_CASE("store: a 5 MB return round-trips byte-exact", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  std::string big;
+  big.reserve(5 << 20);
+  for (int i = 0; big.size() < (5u << 20); ++i) big += "line " + std::to_string(i) + " \"quoted\" \t ü\n";
+  const std::string jid = "20240101120000000005";
+  REQUIRE(s->Returner(Ret(jid, "big", big)).kind == ReturnOutcome::Kind::kStored);
+  const Value got = s->GetJid(jid);
+  REQUIRE(got.Find("big")->Find("return")->as_string() == big);
+}
+
+TEST_CASE("store: archived return events share the return's payload", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000006";
+  Value ret = Ret(jid, "m1", "hello");
+  auto outcome = s->Returner(ret);
+  REQUIRE(outcome.kind == ReturnOutcome::Kind::kStored);
+  // Salt 2014 fires every return twice: the bare jid tag and the ret tag, with different stamps.
+  Value bare = ret;
+  bare.Set("_stamp", "2024-01-01T12:00:01.000099");
+  auto repeat = s->Returner(bare);
+  REQUIRE(repeat.kind == ReturnOutcome::Kind::kRepeat);
+  REQUIRE(repeat.stamp_differs);
+  std::vector<Event> events;
+  events.push_back({.tag = jid, .data = bare, .received = kT0, .same_as_return = repeat.id, .own_stamp = true});
+  events.push_back({.tag = "salt/job/" + jid + "/ret/m1", .data = ret, .received = kT0, .same_as_return = outcome.id});
+  events.push_back({.tag = "salt/auth", .data = J(R"({"act":"accept","id":"m1","result":true})"), .received = kT0});
+  s->EventReturn(events);
+
+  // The payload is stored once: in ret. Events keep references.
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM event WHERE data IS NULL") == "2\n");
+  REQUIRE(QueryText(f.path, "SELECT tag FROM event ORDER BY id") == jid + "\nNULL\nsalt/auth\n");
+  // The view gives Salt's columns back exactly.
+  const std::string view = QueryText(f.path, "SELECT tag, data, master_id FROM salt_events ORDER BY id");
+  REQUIRE(view == jid + "|" + ToJson(bare) + "|salt_master\n" + "salt/job/" + jid + "/ret/m1|" + ToJson(ret) +
+                      "|salt_master\n" + R"(salt/auth|{"act":"accept","id":"m1","result":true}|salt_master)" + "\n");
+  // Arrival order is kept even when events arrive in the same microsecond.
+  REQUIRE(QueryText(f.path, "SELECT count(DISTINCT id) FROM event") == "3\n");
+  REQUIRE(QueryText(f.path, "SELECT alter_time FROM salt_events LIMIT 1") == "2024-01-01 12:00:00.000\n");
+}
+
+TEST_CASE("store: job metadata comes from the publish or the first return with a dict", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000007";
+  s->SaveLoad(jid, J(R"({"fun":"state.apply","tgt":"web*"})"), Strings({"web1"}));
+  Value r = Ret(jid, "web1", true);
+  r.Set("metadata", J(R"({"ticket":"OPS-1"})"));
+  REQUIRE(s->Returner(r).kind == ReturnOutcome::Kind::kStored);
+  brine::store::JobFilter filter;
+  filter.metadata = J(R"({"ticket":"OPS-1"})");
+  auto jobs = s->GetJids(filter);
+  REQUIRE(jobs.size() == 1);
+  REQUIRE(ToJson(jobs[0].metadata) == R"({"ticket":"OPS-1"})");
+  filter.metadata = J(R"({"ticket":"OPS-2"})");
+  REQUIRE(s->GetJids(filter).empty());
+}
+
+TEST_CASE("store: get_jids filters by jid window, function, target and limit in jid order", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  s->SaveLoad("20240101100000000000", J(R"({"fun":"test.ping","tgt":"*"})"), std::nullopt);
+  s->SaveLoad("20240101110000000000", J(R"({"fun":"cmd.run","tgt":"web*"})"), std::nullopt);
+  s->SaveLoad("20240101120000000000", J(R"({"fun":"cmd.run","tgt":["db1","web2"],"tgt_type":"list"})"), std::nullopt);
+  s->SaveLoad("20240101130000000000", J(R"({"fun":"saltutil.find_job","tgt":"*"})"), std::nullopt);
+  s->SaveMinions("20240101140000000000", Strings({"x"}), std::nullopt);  // no load: not a listed job
+  auto jids = [](const std::vector<brine::store::JobRecord>& v) {
+    std::string out;
+    for (const auto& r : v) out += r.jid.substr(8, 2) + " ";
+    return out;
+  };
+  REQUIRE(jids(s->GetJids({})) == "10 11 12 13 ");
+  REQUIRE(jids(s->GetJids({.jid_min = "20240101110000000000", .jid_max = "20240101120000000000"})) == "11 12 ");
+  REQUIRE(jids(s->GetJids({.function_globs = {"cmd.run"}})) == "11 12 ");
+  REQUIRE(jids(s->GetJids({.function_globs = {"cmd.*", "test.pin?"}})) == "10 11 12 ");
+  REQUIRE(jids(s->GetJids({.target_globs = {"web2"}})) == "12 ");
+  REQUIRE(jids(s->GetJids({.target_globs = {"web*"}})) == "11 12 ");
+  REQUIRE(jids(s->GetJids({.limit = 2})) == "12 13 ");
+  REQUIRE(jids(s->GetJidsFilter(3, Store::FindJobs::kDrop)) == "10 11 12 ");
+  REQUIRE(jids(s->GetJidsFilter(2, Store::FindJobs::kKeep)) == "12 13 ");
+  // Glob text is never SQL.
+  REQUIRE(s->GetJids({.function_globs = {"' OR 1=1 --"}}).empty());
+  REQUIRE(s->GetJids({.function_globs = {"%"}}).empty());
+}
+
+TEST_CASE("store: get_fun gives each minion's newest return for a function", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  s->SaveLoad("20240101100000000000", J(R"({"fun":"test.ping","tgt":"*"})"), std::nullopt);
+  s->SaveLoad("20240101110000000000", J(R"({"fun":"test.ping","tgt":"*"})"), std::nullopt);
+  REQUIRE(s->Returner(Ret("20240101100000000000", "a", "old")).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(s->Returner(Ret("20240101110000000000", "a", "new")).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(s->Returner(Ret("20240101100000000000", "b", "only")).kind == ReturnOutcome::Kind::kStored);
+  const Value fun = s->GetFun("test.ping");
+  REQUIRE(*fun.Find("a")->FindString("return") == "new");
+  REQUIRE(*fun.Find("b")->FindString("return") == "only");
+  REQUIRE(fun.Find("a")->FindString("cmd") != nullptr);  // the full return load
+}
+
+TEST_CASE("store: endtime is stored and read back", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  s->UpdateEndtime("20240101100000000000", "2024, Jan 01 10:00:03.114477");
+  REQUIRE(s->GetEndtime("20240101100000000000") == std::optional<std::string>("2024, Jan 01 10:00:03.114477"));
+}
+
+TEST_CASE("store: a batch commits many writes at once and rolls back when dropped", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  {
+    auto batch = s->BeginBatch();
+    for (int i = 0; i < 100; ++i) {
+      const std::string jid = brine::FormatJid(kT0 + std::chrono::seconds(i));
+      s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*"})"), Strings({"m1"}));
+      REQUIRE(s->Returner(Ret(jid, "m1", i)).kind == ReturnOutcome::Kind::kStored);
+    }
+    batch.Commit();
+  }
+  {
+    auto batch = s->BeginBatch();
+    s->SaveLoad("20300101000000000000", J(R"({"fun":"x"})"), std::nullopt);
+    REQUIRE_THROWS_AS(s->BeginBatch(), brine::store::StoreError);
+  }  // dropped: rolled back
+  REQUIRE(s->GetJids({}).size() == 100);
+  REQUIRE(s->GetLoad("20300101000000000000") == Value::EmptyMap());
+  // The store stays usable after a rollback it was asked for.
+  s->SaveLoad("20300101000000000001", J(R"({"fun":"y"})"), std::nullopt);
+  REQUIRE(s->GetJids({}).size() == 101);
+}
+
+TEST_CASE("store: a failed commit loses nothing once the batch is replayed", "[store]") {
+  Fixture f;
+  // A page limit makes the store fail the way a full disk does.
+  auto opts = f.Options();
+  {
+    auto s = OpenStore(f.path, opts);
+  }
+  const auto pages = std::stoll(QueryText(f.path, "PRAGMA page_count"));
+  opts.max_page_count = pages + 20;
+  std::string payload(3000, 'p');
+  std::vector<Value> batch_loads;
+  for (int i = 0; i < 200; ++i) batch_loads.push_back(Ret(brine::FormatJid(kT0 + std::chrono::seconds(i)), "m1", payload));
+
+  auto s = OpenStore(f.path, opts);
+  bool failed = false;
+  try {
+    auto batch = s->BeginBatch();
+    for (const Value& r : batch_loads) (void)s->Returner(r);
+    batch.Commit();
+  } catch (const brine::store::WriteFailedError& e) {
+    failed = true;
+    INFO(e.what());
+  }
+  REQUIRE(failed);
+  // The store refuses writes until reopened.
+  REQUIRE_THROWS_AS(s->SaveMinions("20240101000000000000", Strings({"x"}), std::nullopt), brine::store::StoreError);
+  s.reset();
+  REQUIRE(QueryText(f.path, "PRAGMA integrity_check") == "ok\n");
+  // Space comes back (the quota is lifted); the caller reopens and replays the same batch.
+  opts.max_page_count = 0;
+  s = OpenStore(f.path, opts);
+  {
+    auto batch = s->BeginBatch();
+    for (const Value& r : batch_loads) REQUIRE(s->Returner(r).kind == ReturnOutcome::Kind::kStored);
+    batch.Commit();
+  }
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM salt_returns") == "200\n");
+}
+
+TEST_CASE("store: a reader sees committed batches while a writer is mid-batch, never busy", "[store]") {
+  Fixture f;
+  auto w = f.Open();
+  std::atomic<int> committed{0};
+  std::atomic<bool> done{false};
+  std::atomic<int> reader_errors{0};
+  std::atomic<int> stale{0};
+  std::thread reader([&] {
+    auto r = OpenStore(f.path, {.access = OpenOptions::Access::kReadOnly});
+    while (!done) {
+      try {
+        const int floor = committed.load();
+        const auto n = static_cast<int>(r->GetJids({}).size());
+        if (n < floor) ++stale;
+      } catch (const std::exception&) {
+        ++reader_errors;
+      }
+    }
+  });
+  for (int b = 0; b < 30; ++b) {
+    auto batch = w->BeginBatch();
+    for (int i = 0; i < 50; ++i) {
+      const std::string jid = brine::FormatJid(kT0 + std::chrono::seconds(b * 100 + i));
+      w->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*"})"), Strings({"m1", "m2"}));
+      (void)w->Returner(Ret(jid, "m1", b));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the reader runs while the batch is open
+    batch.Commit();
+    committed = (b + 1) * 50;
+  }
+  done = true;
+  reader.join();
+  REQUIRE(reader_errors == 0);
+  REQUIRE(stale == 0);
+  REQUIRE(w->GetJids({}).size() == 1500);
+}
+
+TEST_CASE("store: retention deletes old jobs, returns and events and nothing else", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string old_jid = "20231231120000000000";
+  const std::string new_jid = "20240101115900000000";
+  // Arrival order is the archive's order: the old event arrives first.
+  std::vector<Event> old_event{{.tag = "salt/auth", .data = J(R"({"id":"m1"})"), .received = kT0 - std::chrono::hours(48)}};
+  s->EventReturn(old_event);
+  for (const auto& jid : {old_jid, new_jid}) {
+    s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*"})"), Strings({"m1", "m2"}));
+    auto out = s->Returner(Ret(jid, "m1", jid));
+    std::vector<Event> ev;
+    ev.push_back({.tag = "salt/job/" + jid + "/ret/m1", .data = Ret(jid, "m1", jid), .received = kT0, .same_as_return = out.id});
+    s->EventReturn(ev);
+  }
+  s->Quarantine("junk", "no tag terminator", kT0 - std::chrono::hours(48));
+
+  const auto cut = kT0 - std::chrono::hours(1);
+  auto result = s->CleanOldJobs(cut, cut, 5000);
+  REQUIRE(result.jobs == 1);
+  REQUIRE(result.returns == 1);
+  REQUIRE(result.events == 1);
+  REQUIRE(result.quarantined == 1);
+  REQUIRE_FALSE(result.more);
+  REQUIRE(s->GetLoad(old_jid) == Value::EmptyMap());
+  REQUIRE(s->GetJid(old_jid) == Value::EmptyMap());
+  REQUIRE(s->GetJid(new_jid).as_map().size() == 1);
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM job_minion") == "2\n");
+  // The old job's archived return event keeps its data, now stored on its own.
+  REQUIRE(QueryText(f.path, "SELECT tag, data = '" + ToJson(Ret(old_jid, "m1", old_jid)) +
+                                "' FROM salt_events WHERE tag LIKE '%" + old_jid + "%'") ==
+          "salt/job/" + old_jid + "/ret/m1|1\n");
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM salt_events") == "2\n");
+  // A row budget stops early and says so.
+  for (int i = 0; i < 10; ++i) s->SaveLoad(brine::FormatJid(kT0 - std::chrono::hours(30) + std::chrono::seconds(i)), J(R"({"fun":"x"})"), std::nullopt);
+  result = s->CleanOldJobs(cut, std::nullopt, 4);
+  REQUIRE(result.jobs == 4);
+  REQUIRE(result.more);
+  REQUIRE(s->CleanOldJobs(cut, std::nullopt, 5000).jobs == 6);
+}
+
+TEST_CASE("store: read-only stores refuse writes", "[store]") {
+  Fixture f;
+  { auto s = f.Open(); }
+  auto r = OpenStore(f.path, {.access = OpenOptions::Access::kReadOnly});
+  REQUIRE_THROWS_AS(r->SaveMinions("20240101000000000000", Strings({"x"}), std::nullopt), brine::store::StoreError);
+  REQUIRE_THROWS_AS(r->BeginBatch(), brine::store::StoreError);
+}
