@@ -26,6 +26,19 @@ void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
   out += '"';
   std::size_t i = 0;
   while (i < s.size()) {
+    // Copy the run of bytes that need no escaping in one append: most of a
+    // return is plain text.
+    std::size_t run = i;
+    while (run < s.size()) {
+      const auto b = static_cast<unsigned char>(s[run]);
+      if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80) break;
+      ++run;
+    }
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      if (i == s.size()) break;
+    }
     const auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
