@@ -82,6 +82,15 @@ CREATE TABLE quarantine (
   raw    BLOB NOT NULL
 );
 
+-- brine-master's counters (received, stored, filtered, ...), written in the
+-- same transaction as the batch they count, so they always agree with the data.
+CREATE TABLE master_counter (
+  master_id INTEGER NOT NULL,
+  name      TEXT NOT NULL,
+  value     INTEGER NOT NULL,
+  PRIMARY KEY (master_id, name)
+) WITHOUT ROWID;
+
 -- Salt's SQL-returner names over the layout above ---------------------------
 
 CREATE VIEW jids AS
@@ -138,3 +147,8 @@ FROM job_minion AS jm
 JOIN job AS j ON j.id = jm.job_id
 JOIN minion AS m ON m.id = jm.minion_id
 WHERE NOT EXISTS (SELECT 1 FROM ret AS r WHERE r.job_id = jm.job_id AND r.minion_id = jm.minion_id);
+
+CREATE VIEW brine_counters AS
+SELECT ms.name AS master_id, c.name AS name, c.value AS value
+FROM master_counter AS c
+JOIN master AS ms ON ms.id = c.master_id;

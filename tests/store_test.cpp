@@ -547,3 +547,41 @@ TEST_CASE("store: read-only stores refuse writes", "[store]") {
   REQUIRE_THROWS_AS(r->SaveMinions("20240101000000000000", Strings({"x"}), std::nullopt), brine::store::StoreError);
   REQUIRE_THROWS_AS(r->BeginBatch(), brine::store::StoreError);
 }
+
+TEST_CASE("store: counters commit with their batch and read back per master", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  {
+    auto batch = s->BeginBatch();
+    s->PutCounters({{"received", 10}, {"stored", 9}, {"quarantined", 1}});
+    batch.Commit();
+  }
+  {
+    auto batch = s->BeginBatch();
+    s->PutCounters({{"received", 99}});
+  }  // rolled back: the counters stay as committed
+  auto r = OpenStore(f.path, {.access = OpenOptions::Access::kReadOnly});
+  REQUIRE(ToJson(r->GetCounters()) == R"({"salt_master":{"quarantined":1,"received":10,"stored":9}})");
+}
+
+TEST_CASE("store: freed pages go back to the file system with incremental_vacuum", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string payload(2000, 'v');
+  {
+    auto batch = s->BeginBatch();
+    for (int i = 0; i < 500; ++i) (void)s->Returner(Ret(brine::FormatJid(kT0 - std::chrono::hours(100) + std::chrono::seconds(i)), "m", payload));
+    batch.Commit();
+  }
+  while (s->CleanOldJobs(kT0, std::nullopt, 5000).more) {
+  }
+  s->Checkpoint();
+  const auto before = s->Space();
+  REQUIRE(before.freelist_count > 100);
+  s->IncrementalVacuum(before.freelist_count);
+  s->Checkpoint();
+  const auto after = s->Space();
+  REQUIRE(after.freelist_count == 0);
+  REQUIRE(after.page_count < before.page_count - 100);
+  REQUIRE(std::filesystem::file_size(f.path) == static_cast<std::uintmax_t>(after.page_count * after.page_size));
+}

@@ -337,7 +337,67 @@ class SqliteStore final : public Store {
     return result;
   }
 
+  void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
+    Write("put_counters", [&] {
+      for (const auto& [name, value] : counters) {
+        auto& q = Stmt(
+            "INSERT INTO master_counter (master_id, name, value) VALUES (?, ?, ?)"
+            " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value");
+        q.bind(1, master_row_);
+        q.bind(2, name);
+        q.bind(3, value);
+        q.exec();
+      }
+    });
+  }
+
+  SpaceInfo Space() override {
+    return Read("space", [&] {
+      SpaceInfo info;
+      info.page_size = PragmaInt("PRAGMA page_size");
+      info.page_count = PragmaInt("PRAGMA page_count");
+      info.freelist_count = PragmaInt("PRAGMA freelist_count");
+      return info;
+    });
+  }
+
+  void IncrementalVacuum(std::int64_t pages) override {
+    if (in_batch_) throw StoreError("incremental_vacuum cannot run inside a batch");
+    Write("incremental_vacuum", [&] {
+      SQLite::Statement q(*db_, "PRAGMA incremental_vacuum(" + std::to_string(pages) + ")");
+      while (q.executeStep()) {
+      }
+    });
+  }
+
+  void Checkpoint() override {
+    CheckWritable("checkpoint");
+    if (in_batch_) throw StoreError("a checkpoint cannot run inside a batch");
+    Guard("checkpoint", Op::kWrite, [&] {
+      SQLite::Statement q(*db_, "PRAGMA wal_checkpoint(TRUNCATE)");
+      while (q.executeStep()) {
+      }
+    });
+  }
+
   // --- reads --------------------------------------------------------------------
+
+  Value GetCounters() override {
+    return Read("get_counters", [&] {
+      SQLite::Statement q(*db_, "SELECT master_id, name, value FROM brine_counters ORDER BY master_id, name");
+      Value out = Value::EmptyMap();
+      while (q.executeStep()) {
+        const std::string master = q.getColumn(0).getString();
+        Value* m = out.Find(master);
+        if (m == nullptr) {
+          out.Set(master, Value::EmptyMap());
+          m = out.Find(master);
+        }
+        m->Set(q.getColumn(1).getString(), static_cast<long long>(q.getColumn(2).getInt64()));
+      }
+      return out;
+    });
+  }
 
   Value GetLoad(const std::string& jid) override {
     return Read("get_load", [&] {
@@ -630,6 +690,12 @@ class SqliteStore final : public Store {
       } catch (...) {
       }
     }
+  }
+
+  std::int64_t PragmaInt(const std::string& pragma) {
+    SQLite::Statement q(*db_, pragma);
+    q.executeStep();
+    return q.getColumn(0).getInt64();
   }
 
   void LoadHighWaterMarks() {

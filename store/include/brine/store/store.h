@@ -195,7 +195,26 @@ class Store {
   virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before,
                                    std::optional<Micros> events_before, std::int64_t max_rows) = 0;
 
+  // Replaces the counters of this Store's master (OpenOptions::master_id) with
+  // `counters`. Joins the open batch, so counters commit with the data they count.
+  virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
+
+  struct SpaceInfo {
+    std::int64_t page_size = 0;
+    std::int64_t page_count = 0;
+    std::int64_t freelist_count = 0;
+  };
+  [[nodiscard]] virtual SpaceInfo Space() = 0;
+  // Gives up to `pages` free pages back to the file system (auto_vacuum is
+  // INCREMENTAL). Runs in a transaction of its own; not inside a batch.
+  virtual void IncrementalVacuum(std::int64_t pages) = 0;
+  // Tries a wal_checkpoint(TRUNCATE). Readers may keep it from completing;
+  // that is not an error. Not inside a batch.
+  virtual void Checkpoint() = 0;
+
   // --- reads --------------------------------------------------------------------
+  // {master_id: {name: value}} for every master that wrote counters, by name.
+  [[nodiscard]] virtual Value GetCounters() = 0;
   // The load of `jid` plus "Minions" (sorted expected minions, when any); {} if unknown.
   [[nodiscard]] virtual Value GetLoad(const std::string& jid) = 0;
   // {minion: {"return", ["retcode"], ["success"], ["out"]}} in minion-name
