@@ -1,33 +1,43 @@
 #include "brine/core/glob.h"
 
 #include <cstddef>
+#include <string>
+
+#include "brine/core/utf8.h"
 
 namespace brine {
 namespace {
 
+// The matcher works on characters: bytes when both sides are ASCII, else code
+// points (Python matches str characters, so `?` is one `é`, not one byte).
+template <typename Char>
+using View = std::basic_string_view<Char>;
+
 // Length of the bracket expression starting at pattern[i] == '[', or 0 when
 // there is no closing ']' (then the '[' is literal, as in Python's translate).
-std::size_t BracketLength(std::string_view p, std::size_t i) {
+template <typename Char>
+std::size_t BracketLength(View<Char> p, std::size_t i) {
   std::size_t j = i + 1;
-  if (j < p.size() && p[j] == '!') ++j;
-  if (j < p.size() && p[j] == ']') ++j;
-  while (j < p.size() && p[j] != ']') ++j;
+  if (j < p.size() && p[j] == Char('!')) ++j;
+  if (j < p.size() && p[j] == Char(']')) ++j;
+  while (j < p.size() && p[j] != Char(']')) ++j;
   return j < p.size() ? j - i + 1 : 0;
 }
 
-bool BracketMatches(std::string_view set, char c) {
+template <typename Char>
+bool BracketMatches(View<Char> set, Char c) {
   // set is the text between '[' and ']'.
   bool negate = false;
   std::size_t k = 0;
-  if (!set.empty() && set[0] == '!') {
+  if (!set.empty() && set[0] == Char('!')) {
     negate = true;
     k = 1;
   }
   bool hit = false;
   while (k < set.size()) {
-    const char lo = set[k];
-    if (k + 2 < set.size() && set[k + 1] == '-') {
-      const char hi = set[k + 2];
+    const Char lo = set[k];
+    if (k + 2 < set.size() && set[k + 1] == Char('-')) {
+      const Char hi = set[k + 2];
       if (lo <= c && c <= hi) hit = true;
       k += 3;
     } else {
@@ -38,25 +48,24 @@ bool BracketMatches(std::string_view set, char c) {
   return hit != negate;
 }
 
-}  // namespace
-
-bool FnMatch(std::string_view p, std::string_view t) {
+template <typename Char>
+bool Match(View<Char> p, View<Char> t) {
   std::size_t pi = 0, ti = 0;
-  std::size_t star_p = std::string_view::npos, star_t = 0;
+  std::size_t star_p = View<Char>::npos, star_t = 0;
   while (ti < t.size()) {
     if (pi < p.size()) {
-      const char pc = p[pi];
-      if (pc == '*') {
+      const Char pc = p[pi];
+      if (pc == Char('*')) {
         star_p = ++pi;
         star_t = ti;
         continue;
       }
-      if (pc == '?') {
+      if (pc == Char('?')) {
         ++pi;
         ++ti;
         continue;
       }
-      if (pc == '[') {
+      if (pc == Char('[')) {
         const std::size_t len = BracketLength(p, pi);
         if (len > 0) {
           if (BracketMatches(p.substr(pi + 1, len - 2), t[ti])) {
@@ -64,7 +73,7 @@ bool FnMatch(std::string_view p, std::string_view t) {
             ++ti;
             continue;
           }
-        } else if (t[ti] == '[') {
+        } else if (t[ti] == Char('[')) {
           ++pi;
           ++ti;
           continue;
@@ -75,12 +84,46 @@ bool FnMatch(std::string_view p, std::string_view t) {
         continue;
       }
     }
-    if (star_p == std::string_view::npos) return false;
+    if (star_p == View<Char>::npos) return false;
     pi = star_p;
     ti = ++star_t;
   }
-  while (pi < p.size() && p[pi] == '*') ++pi;
+  while (pi < p.size() && p[pi] == Char('*')) ++pi;
   return pi == p.size();
+}
+
+bool IsAscii(std::string_view s) {
+  for (char c : s) {
+    if (static_cast<unsigned char>(c) >= 0x80) return false;
+  }
+  return true;
+}
+
+// The characters Python sees: UTF-8 code points, and a byte that is not
+// UTF-8 as U+DC80..U+DCFF (surrogateescape).
+std::u32string CodePoints(std::string_view s) {
+  std::u32string out;
+  out.reserve(s.size());
+  while (!s.empty()) {
+    const std::size_t n = Utf8SequenceLength(s);
+    if (n == 0) {
+      out += static_cast<char32_t>(0xDC00 + static_cast<unsigned char>(s[0]));
+      s.remove_prefix(1);
+    } else {
+      out += DecodeUtf8(s.substr(0, n));
+      s.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+bool FnMatch(std::string_view p, std::string_view t) {
+  if (IsAscii(p) && IsAscii(t)) return Match(p, t);
+  const std::u32string pc = CodePoints(p);
+  const std::u32string tc = CodePoints(t);
+  return Match(std::u32string_view(pc), std::u32string_view(tc));
 }
 
 bool IsLiteralGlob(std::string_view pattern) {

@@ -31,7 +31,7 @@ void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
     std::size_t run = i;
     while (run < s.size()) {
       const auto b = static_cast<unsigned char>(s[run]);
-      if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80) break;
+      if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80 || (b == 0x7F && style.ensure_ascii)) break;
       ++run;
     }
     if (run > i) {
@@ -50,7 +50,8 @@ void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
         case '\b': out += "\\b"; break;
         case '\f': out += "\\f"; break;
         default:
-          if (c < 0x20) {
+          // Python's ensure_ascii=True also escapes DEL (it keeps only ' '..'~').
+          if (c < 0x20 || (c == 0x7F && style.ensure_ascii)) {
             AppendU16Escape(c, out);
           } else {
             out += static_cast<char>(c);
@@ -190,9 +191,10 @@ class Parser {
   }
 
   Value ParseValue(int depth) {
-    if (depth > kMaxJsonDepth) Fail("nesting too deep");
     if (pos_ >= s_.size()) Fail("unexpected end of input");
     const char c = s_[pos_];
+    // `depth` containers enclose this value; a container here is one more.
+    if ((c == '{' || c == '[') && depth >= kMaxJsonDepth) Fail("nesting too deep");
     switch (c) {
       case '{': return ParseObject(depth);
       case '[': return ParseArray(depth);
@@ -332,6 +334,8 @@ class Parser {
           if (cp >= 0xDC80 && cp <= 0xDCFF) {
             // Python's surrogateescape: the original byte.
             out += static_cast<char>(cp - 0xDC00);
+          } else if (cp >= 0xD800 && cp <= 0xDFFF) {
+            Fail("lone surrogate in \\u escape");
           } else {
             AppendUtf8(cp, out);
           }
@@ -348,18 +352,29 @@ class Parser {
       ++pos_;
       if (Consume("Infinity")) return Value(-std::numeric_limits<double>::infinity());
     }
+    // JSON's grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+    const auto digits = [this] {
+      const std::size_t from = pos_;
+      while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') ++pos_;
+      return pos_ - from;
+    };
     bool is_float = false;
     if (pos_ >= s_.size() || !(s_[pos_] >= '0' && s_[pos_] <= '9')) Fail("bad number");
-    while (pos_ < s_.size()) {
-      const char c = s_[pos_];
-      if (c >= '0' && c <= '9') {
-        ++pos_;
-      } else if (c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-') {
-        is_float = true;
-        ++pos_;
-      } else {
-        break;
-      }
+    if (s_[pos_] == '0') {
+      ++pos_;  // a leading zero stands alone
+    } else {
+      digits();
+    }
+    if (pos_ < s_.size() && s_[pos_] == '.') {
+      is_float = true;
+      ++pos_;
+      if (digits() == 0) Fail("bad number");
+    }
+    if (pos_ < s_.size() && (s_[pos_] == 'e' || s_[pos_] == 'E')) {
+      is_float = true;
+      ++pos_;
+      if (pos_ < s_.size() && (s_[pos_] == '+' || s_[pos_] == '-')) ++pos_;
+      if (digits() == 0) Fail("bad number");
     }
     const std::string_view num = s_.substr(start, pos_ - start);
     const char* first = num.data();

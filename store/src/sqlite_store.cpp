@@ -133,6 +133,15 @@ const Value* LoadMetadata(const Value& load) {
   if (const Value* kw = load.Find("kwargs"); kw != nullptr) {
     if (const Value* m = kw->Find("metadata"); m != nullptr && m->is_map()) return m;
   }
+  // Newer clients pass keyword arguments as a dict marked __kwarg__ in `arg`.
+  if (const Value* args = load.Find("arg"); args != nullptr && args->is_list()) {
+    for (const Value& a : args->as_list()) {
+      const Value* marker = a.Find("__kwarg__");
+      if (marker != nullptr && marker->Truthy()) {
+        if (const Value* m = a.Find("metadata"); m != nullptr && m->is_map()) return m;
+      }
+    }
+  }
   return nullptr;
 }
 
@@ -382,6 +391,14 @@ class SqliteStore final : public Store {
 
   // --- reads --------------------------------------------------------------------
 
+  std::optional<Micros> OldestEvent() override {
+    return Read("oldest_event", [&]() -> std::optional<Micros> {
+      SQLite::Statement q(*db_, "SELECT min(id) FROM event");
+      if (!q.executeStep() || q.getColumn(0).isNull()) return std::nullopt;
+      return FromUnixMicros(q.getColumn(0).getInt64());
+    });
+  }
+
   Value GetCounters() override {
     return Read("get_counters", [&] {
       SQLite::Statement q(*db_, "SELECT master_id, name, value FROM brine_counters ORDER BY master_id, name");
@@ -473,6 +490,14 @@ class SqliteStore final : public Store {
       if (!filter.target_globs.empty()) {
         sql += " AND brine_tgt_match(load, ?)";
         binds.push_back(ToJson(StringList(filter.target_globs)));
+      }
+      if (filter.has_returns) {
+        sql += *filter.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
+        sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
+      }
+      if (filter.has_failures) {
+        sql += *filter.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
+        sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = 0))";
       }
       if (filter.metadata) {
         sql += " AND brine_meta_match(metadata, ?)";

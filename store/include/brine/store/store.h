@@ -112,6 +112,11 @@ struct JobFilter {
   std::optional<Value> metadata;
   // Functions to leave out (exact names), e.g. "saltutil.find_job".
   std::vector<std::string> exclude_functions;
+  // When set: only jobs with (true) or without (false) any stored return.
+  std::optional<bool> has_returns;
+  // When set: only jobs with (true) or without (false) a failed return
+  // (retcode not 0, or success false).
+  std::optional<bool> has_failures;
   // Keep only the newest `limit` matching jobs (still returned oldest first).
   std::optional<std::size_t> limit;
 };
@@ -213,6 +218,8 @@ class Store {
   virtual void Checkpoint() = 0;
 
   // --- reads --------------------------------------------------------------------
+  // Arrival time of the oldest archived event; nullopt when the archive is empty.
+  [[nodiscard]] virtual std::optional<Micros> OldestEvent() = 0;
   // {master_id: {name: value}} for every master that wrote counters, by name.
   [[nodiscard]] virtual Value GetCounters() = 0;
   // The load of `jid` plus "Minions" (sorted expected minions, when any); {} if unknown.

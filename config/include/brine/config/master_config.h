@@ -1,0 +1,176 @@
+// brine-master's configuration, read from the Salt master's own config files.
+//
+// `brine-master -c CONFIG_DIR` (default /etc/salt) reads what `salt-master -c
+// CONFIG_DIR` reads, the way salt.config.master_config reads it:
+//
+//   1. CONFIG_DIR/master, if it exists (a missing file means all defaults).
+//   2. The files matched by its `default_include` (default "master.d/*.conf"),
+//      then by its `include` (default none). Each is a string or a list of
+//      strings; each string a glob, `~` expanded, relative to CONFIG_DIR; the
+//      matches of each glob in sorted order, globs in list order. A glob that
+//      matches nothing is fine. Only the master file's `default_include` and
+//      `include` count; an included file's own `include` is read too, relative
+//      to that file, and its keys replace that file's keys.
+//   3. Merging, exactly as Salt does it:
+//        - the files of one include set are merged into each other in order
+//          with salt.utils.dictupdate.update(..., merge_lists=True): a later
+//          file's key wins, except that two maps merge key by key (recursively)
+//          and two lists are concatenated (the later list's items that the
+//          earlier one already has are skipped);
+//        - the default_include set's result, then the include set's result,
+//          replace the master file's keys top-level key by top-level key
+//          (a `brine:` map from master.d replaces the master file's `brine:`).
+//   4. Defaults for every key not set; unknown keys are ignored (but kept in `raw`).
+//
+// Salt keys read, with Salt's defaults:
+//   id            as given (a number or bool is turned into text the way Python's
+//                 str() does, so `id: 123` is "123"; `id:` with no value is "None",
+//                 a Salt quirk kept). When unset or empty: the minion id cached in
+//                 <root_dir>/etc/salt/minion_id if there is one (as Salt does, unless
+//                 `minion_id_caching: false`), else the host's FQDN (getaddrinfo's
+//                 canonical name for gethostname(), or gethostname()), followed by
+//                 "_master"; a generated (not cached) name is first lowercased when
+//                 `minion_id_lowercase` is true and loses its domain per
+//                 `minion_id_remove_domain` (true: everything from the first dot; a
+//                 string: that domain). `append_domain`, when set, is appended with a
+//                 dot before "_master" (unless the id already ends with it or with
+//                 "."; never to an IPv4 id). `id_function` is not supported.
+//   user          "root"
+//   root_dir      "/"; stored made absolute (os.path.abspath)
+//   sock_dir      "/var/run/salt/master"
+//   cachedir      "/var/cache/salt/master"
+//   ipc_mode      "ipc" or "tcp"
+//   keep_jobs_seconds  86400, and the deprecated keep_jobs (hours, 24): the
+//                 effective value is keep_jobs*3600 when keep_jobs_seconds is exactly
+//                 86400 and keep_jobs is not 24, else keep_jobs_seconds (0 = keep forever)
+//   loop_interval 60          timeout 5
+//   job_cache true   runner_returns true   job_cache_store_endtime false   unique_jid false
+//   event_return_whitelist / event_return_blacklist: lists of globs, default empty;
+//                 a single string is taken as a one-element list (Salt would iterate
+//                 its characters), an empty string or null as the empty list
+//   log_level     "warning"; one of all garbage trace debug profile info warning
+//                 error critical quiet, any case, stored lowercase
+//   tcp_master_pub_port 4512 / tcp_master_pull_port 4513: only as the defaults of
+//                 brine.tcp_pub_port / brine.tcp_pull_port
+// root_dir is applied as Salt's prepend_root_dir applies it: every path below
+// (sock_dir, cachedir and all brine.* paths, whether set or defaulted) is put
+// under abspath(root_dir), unless it already starts with it; relative paths
+// are joined to it. Salt's own quirk that a sock_dir more than 10 characters
+// longer than cachedir is replaced by <cachedir>/.salt-unix is kept (before
+// root_dir), so brine finds the sockets where Salt put them.
+//
+// Salt's `log_file`, `event_return_queue`, `event_return_queue_max_seconds` and
+// `max_event_size` belong to the Salt master and are not read: brine logs to
+// brine.log_file, batches by brine.batch_max_events / brine.flush_interval_ms,
+// and bounds frames by brine.max_frame_bytes.
+//
+// brine's own keys, written flat like Salt's `mysql.host` (`brine.database:
+// /path`) or nested (`brine: {database: /path}`); when a file set gives both,
+// the flat key wins. Errors name the key as `brine.<name>` either way.
+//   brine.database            <cachedir>/brine.sqlite
+//   brine.sock_dir            the effective sock_dir
+//   brine.tcp_pull_port       tcp_master_pull_port (4513), 1-65535
+//   brine.tcp_pub_port        tcp_master_pub_port (4512), 1-65535, not the pull port
+//   brine.log_file            /var/log/salt/brine-master
+//   brine.log_level           log_level (same names)
+//   brine.batch_max_events    10000          brine.flush_interval_ms   100
+//   brine.sync                "normal" or "full"
+//   brine.max_frame_bytes     67108864 (64 MiB)
+//   brine.max_queue_mb        64 (at most 2^43 - 1, so bytes fit 64 bits)
+//   brine.keep_events_seconds the effective keep_jobs_seconds (0 = keep forever)
+//   brine.active_window_s     300            brine.send_timeout_ms     2000
+// Other brine.* keys are ignored with a warning in `warnings`.
+//
+// Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
+// string, not an integer): booleans must be YAML booleans, integers YAML
+// integers in range (intervals, sizes, counts and timeouts positive;
+// keep_* non-negative; ports 1-65535), paths non-empty strings, enums one of
+// their listed words. Salt itself would often accept a wrong type and fail
+// later; brine refuses to start instead.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brine/config/config_error.h"
+#include "brine/core/value.h"
+
+namespace brine::config {
+
+inline constexpr std::string_view kDefaultConfigDir = "/etc/salt";
+
+// Every field has Salt's default, so MasterConfig{} is what an empty
+// /etc/salt/master gives (root_dir "/"), apart from `id`, which is left empty.
+struct MasterConfig {
+  enum class IpcMode { kIpc, kTcp };
+
+  std::filesystem::path config_dir{kDefaultConfigDir};
+  std::string id;
+  std::string user = "root";
+  std::filesystem::path root_dir = "/";
+  std::filesystem::path sock_dir = "/var/run/salt/master";
+  std::filesystem::path cachedir = "/var/cache/salt/master";
+  IpcMode ipc_mode = IpcMode::kIpc;
+  std::int64_t keep_jobs_seconds = 86400;  // effective, after the keep_jobs rule
+  int loop_interval_s = 60;
+  bool job_cache = true;
+  bool runner_returns = true;
+  bool job_cache_store_endtime = false;
+  bool unique_jid = false;
+  std::vector<std::string> event_return_whitelist;
+  std::vector<std::string> event_return_blacklist;
+  std::string log_level = "warning";
+  int timeout_s = 5;
+
+  struct Brine {
+    enum class Sync { kNormal, kFull };
+
+    std::filesystem::path database = "/var/cache/salt/master/brine.sqlite";
+    std::filesystem::path sock_dir = "/var/run/salt/master";
+    std::filesystem::path log_file = "/var/log/salt/brine-master";
+    int tcp_pull_port = 4513;
+    int tcp_pub_port = 4512;
+    std::string log_level = "warning";
+    std::int64_t batch_max_events = 10000;
+    std::int64_t flush_interval_ms = 100;
+    Sync sync = Sync::kNormal;
+    std::int64_t max_frame_bytes = 64 * 1024 * 1024;
+    std::int64_t max_queue_mb = 64;
+    std::int64_t keep_events_seconds = 86400;
+    std::int64_t active_window_s = 300;
+    std::int64_t send_timeout_ms = 2000;
+  } brine;
+
+  // The merged file contents (master file and includes, in Salt's order and
+  // with Salt's merge rules) before defaults, typing or root_dir: every key,
+  // known or not, in first-seen order. An empty map when no file was read.
+  Value raw = Value::EmptyMap();
+  // The files read, in the order read (the master file first, when it exists).
+  std::vector<std::filesystem::path> files_read;
+  // Things the operator should hear about but that do not stop brine, one
+  // sentence each, naming the file and key: the deprecated keep_jobs in use, an
+  // unknown brine.* key. brine-master logs them at warning level.
+  std::vector<std::string> warnings;
+};
+
+// Reads CONFIG_DIR/master and its includes as described above.
+// Returns the typed config. Throws ConfigError, its message naming the file
+// (and the key, for a bad value), when: a file cannot be read (a missing
+// master file is not an error; an unreadable one is, where Salt would quietly
+// use its defaults), is a directory, is not YAML, holds more than one document,
+// or is not a mapping at the top level; `include`/`default_include` is not a
+// string or a list of strings; includes nest more than 32 deep (a loop); or a
+// value has the wrong type or is out of range. Salt logs and skips a broken
+// included file; brine refuses it instead.
+[[nodiscard]] MasterConfig LoadMasterConfig(const std::filesystem::path& config_dir);
+
+// As LoadMasterConfig, with `master_text` standing in for the contents of
+// CONFIG_DIR/master (named so in errors; not listed in files_read). Includes are
+// still read from disk, relative to `config_dir`. For tests and tools.
+[[nodiscard]] MasterConfig LoadMasterConfigFromText(std::string_view master_text,
+                                                    const std::filesystem::path& config_dir);
+
+}  // namespace brine::config

@@ -1,0 +1,71 @@
+// What brine-master does with one frame: decode it, archive the event when it
+// passes event_return_whitelist/blacklist, feed the job cache whatever the
+// filters say, or quarantine the frame with the reason it could not be read.
+//
+// Job-cache rules (spec salt-jobs.md sections 3, 7 and 9.5):
+//   salt/job/<jid>/new, new_job     the publish load (data without _stamp and
+//                                   minions) and its minions
+//   <jid> with `minions`            the expected minions
+//   salt/job/<jid>/ret/<minion>,    the return; first per minion wins; a repeat
+//   <jid> with cmd "_return"        equal apart from _stamp is not a duplicate,
+//                                   a different one is counted and logged as
+//                                   Salt's replay warning
+//   salt/run/<jid>/ret              with runner_returns, the runner job as
+//                                   Salt's store_job stores it
+// With job_cache false, loads and minions are stored and returns are not.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "brine/master/frame_queue.h"
+#include "brine/master/logger.h"
+#include "brine/store/store.h"
+
+namespace brine::master {
+
+struct ArchiverOptions {
+  std::vector<std::string> whitelist;  // fnmatch globs; non-empty: a tag must match one
+  std::vector<std::string> blacklist;  // fnmatch globs; a match is not archived (deny wins)
+  bool job_cache = true;
+  bool runner_returns = true;
+  std::string master_id;               // the pseudo-minion runner results are filed under
+  std::size_t max_frame_bytes = std::size_t{64} << 20;
+};
+
+// received = stored + filtered + quarantined, always.
+struct Counters {
+  std::int64_t received = 0;     // frames taken off the bus
+  std::int64_t stored = 0;       // decoded events archived in salt_events
+  std::int64_t filtered = 0;     // decoded events the filters kept out of the archive
+  std::int64_t quarantined = 0;  // frames that could not be decoded
+  std::int64_t duplicates = 0;   // returns whose payload differs from the stored first return
+  std::int64_t trimmed = 0;      // events carrying Salt's VALUE_TRIMMED marker
+  std::int64_t returns = 0;      // returns newly stored in the job cache
+  Counters& operator+=(const Counters& o);
+};
+
+class Archiver {
+ public:
+  // `log` must outlive the Archiver.
+  Archiver(ArchiverOptions options, Logger& log);
+
+  // Files `frame` into `store`, which should have a batch open, and adds what
+  // happened to `counts`. Throws what the store throws (the caller replays
+  // the batch after reopening).
+  void Ingest(store::Store& store, const Frame& frame, Counters& counts);
+
+  // Quarantines `frame` with `reason`, counting it.
+  void QuarantineFrame(store::Store& store, const Frame& frame, const std::string& reason,
+                       Counters& counts);
+
+  // Whether an event with this tag goes into the archive.
+  [[nodiscard]] bool PassesFilters(const std::string& tag) const;
+
+ private:
+  ArchiverOptions options_;
+  Logger& log_;
+};
+
+}  // namespace brine::master

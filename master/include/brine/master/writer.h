@@ -1,0 +1,90 @@
+// brine-master's writer thread: the one owner of the store connection.
+//
+// It moves frames from the FrameQueue into an open BEGIN IMMEDIATE batch and
+// commits when the batch holds batch_max_events frames, when the queue runs
+// empty, or when the transaction has been open flush_interval, whichever comes
+// first. The age counts from the transaction's start, never from a frame's
+// arrival: under a backlog every frame is older than the interval, and an
+// arrival rule would commit one frame at a time and never catch up.
+//
+// A batch leaves memory only after its COMMIT returned OK. When a write or the
+// commit fails (disk full, I/O error), the writer logs once, reopens the store
+// with backoff (1 s doubling to 30 s) and replays the same frames until they
+// commit; meanwhile the queue fills and the reader stops reading. A frame that
+// fails for a reason of its own (not I/O) is quarantined instead of replayed.
+//
+// Between batches it runs maintenance every loop_interval (first pass at
+// start): retention in transactions of at most 5,000 rows that yield to
+// incoming frames, incremental_vacuum while free pages pass 10% of the file,
+// and a wal_checkpoint(TRUNCATE).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "brine/core/time.h"
+#include "brine/master/archiver.h"
+#include "brine/master/frame_queue.h"
+#include "brine/master/logger.h"
+#include "brine/store/store.h"
+
+namespace brine::master {
+
+struct WriterOptions {
+  std::filesystem::path database;
+  store::OpenOptions open;
+  std::size_t batch_max_events = 10000;
+  std::chrono::milliseconds flush_interval{100};
+  std::chrono::seconds loop_interval{60};
+  std::int64_t keep_jobs_seconds = 86400;    // 0: keep forever
+  std::int64_t keep_events_seconds = 86400;  // 0: keep forever
+  std::chrono::milliseconds backoff_initial{1000};
+  std::chrono::milliseconds backoff_max{30000};
+};
+
+class Writer {
+ public:
+  // All references must outlive the Writer.
+  Writer(WriterOptions options, Archiver& archiver, Logger& log, FrameQueue& queue, const Clock& clock);
+
+  // Opens the store (applying migrations) and resets this run's counters.
+  // Throws the store's errors; brine-master exits on them at start.
+  void Open();
+
+  // Processes frames until the queue is closed and drained, then commits and
+  // returns. Never throws for store failures: it retries until they pass.
+  void Run();
+
+ private:
+  void Ingest(Frame frame);
+  void Commit();
+  void ReplayUntilCommitted(const std::string& why);
+  void PutCounters(const Counters& pending);
+  void MaintenanceStep();
+  void Reopen();
+
+  WriterOptions options_;
+  Archiver& archiver_;
+  Logger& log_;
+  FrameQueue& queue_;
+  const Clock& clock_;
+  std::unique_ptr<store::Store> store_;
+  std::optional<store::Batch> batch_handle_;
+  std::vector<Frame> batch_;
+  Counters batch_counts_;
+  Counters totals_;
+  std::int64_t batches_ = 0;
+  std::int64_t last_commit_us_ = 0;
+  std::int64_t oldest_event_us_ = 0;
+  std::chrono::steady_clock::time_point batch_started_;
+
+  enum class Phase { kIdle, kClean, kVacuum, kCheckpoint };
+  Phase phase_ = Phase::kClean;  // first pass at start
+  std::chrono::steady_clock::time_point next_maintenance_;
+};
+
+}  // namespace brine::master

@@ -1,0 +1,173 @@
+#include "brine/master/archiver.h"
+
+#include <variant>
+
+#include "brine/core/glob.h"
+#include "brine/core/json.h"
+#include "brine/wire/codec.h"
+#include "brine/wire/tags.h"
+
+namespace brine::master {
+namespace {
+
+std::vector<std::string> StringList(const Value* v) {
+  std::vector<std::string> out;
+  if (v == nullptr || !v->is_list()) return out;
+  for (const Value& item : v->as_list()) {
+    if (item.is_string()) out.push_back(item.as_string());
+  }
+  return out;
+}
+
+bool IsReturnLoad(const Value& data) {
+  const std::string* cmd = data.FindString("cmd");
+  return cmd != nullptr && *cmd == "_return";
+}
+
+}  // namespace
+
+Counters& Counters::operator+=(const Counters& o) {
+  received += o.received;
+  stored += o.stored;
+  filtered += o.filtered;
+  quarantined += o.quarantined;
+  duplicates += o.duplicates;
+  trimmed += o.trimmed;
+  returns += o.returns;
+  return *this;
+}
+
+Archiver::Archiver(ArchiverOptions options, Logger& log) : options_(std::move(options)), log_(log) {}
+
+bool Archiver::PassesFilters(const std::string& tag) const {
+  // Salt's EventReturn: a non-empty whitelist must match, then any blacklist match drops.
+  if (!options_.whitelist.empty()) {
+    bool hit = false;
+    for (const auto& g : options_.whitelist) hit = hit || FnMatch(g, tag);
+    if (!hit) return false;
+  }
+  for (const auto& g : options_.blacklist) {
+    if (FnMatch(g, tag)) return false;
+  }
+  return true;
+}
+
+void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const std::string& reason,
+                               Counters& counts) {
+  store.Quarantine(frame.bytes, reason, frame.received);
+  ++counts.received;
+  ++counts.quarantined;
+}
+
+void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts) {
+  if (frame.parts != 1) {
+    QuarantineFrame(store, frame, "multi-part message of " + std::to_string(frame.parts) + " parts", counts);
+    return;
+  }
+  auto decoded = wire::DecodeFrame(frame.bytes, {.max_frame_bytes = options_.max_frame_bytes});
+  if (auto* bad = std::get_if<wire::Undecodable>(&decoded)) {
+    QuarantineFrame(store, frame, bad->reason, counts);
+    return;
+  }
+  auto& event = std::get<wire::DecodedEvent>(decoded);
+  ++counts.received;
+  if (event.trimmed) ++counts.trimmed;
+
+  const wire::TagInfo tag = wire::ParseTag(event.tag);
+  std::optional<store::ReturnOutcome> outcome;
+  bool payload_is_data = false;  // the return stored is exactly this event's data
+  const Value& data = event.data;
+  switch (tag.kind) {
+    case wire::TagInfo::Kind::kNew:
+    case wire::TagInfo::Kind::kLegacyNewJob: {
+      std::string jid = tag.jid;
+      if (jid.empty()) {
+        const std::string* j = data.FindString("jid");
+        if (j == nullptr) break;
+        jid = *j;
+      }
+      Value load = data;
+      load.Erase("_stamp");
+      const Value* minions = data.Find("minions");
+      std::optional<std::vector<std::string>> minion_list;
+      if (minions != nullptr && minions->is_list()) minion_list = StringList(minions);
+      load.Erase("minions");
+      store.SaveLoad(jid, load, minion_list);
+      break;
+    }
+    case wire::TagInfo::Kind::kBareJid:
+      if (IsReturnLoad(data)) {
+        if (options_.job_cache) {
+          outcome = store.Returner(data);
+          payload_is_data = true;
+        }
+      } else if (const Value* minions = data.Find("minions"); minions != nullptr && minions->is_list()) {
+        store.SaveMinions(tag.jid, StringList(minions), std::nullopt);
+      }
+      break;
+    case wire::TagInfo::Kind::kReturn:
+      if (options_.job_cache) {
+        if (data.Find("jid") == nullptr || data.Find("id") == nullptr) {
+          Value filled = data;
+          if (filled.Find("jid") == nullptr) filled.Set("jid", tag.jid);
+          if (filled.Find("id") == nullptr) filled.Set("id", tag.minion);
+          outcome = store.Returner(filled);
+        } else {
+          outcome = store.Returner(data);
+          payload_is_data = true;
+        }
+      }
+      break;
+    case wire::TagInfo::Kind::kRunReturn:
+      if (options_.runner_returns && options_.job_cache) {
+        // Salt's store_job for a runner: the load names the master as target and
+        // the whole runner data is the return of one pseudo-minion, the master id.
+        // The load keeps no copy of the return (the ret row has it).
+        Value load = Value::EmptyMap();
+        load.Set("id", options_.master_id);
+        load.Set("tgt", options_.master_id);
+        load.Set("jid", tag.jid);
+        load.Set("arg", Value::EmptyList());
+        load.Set("tgt_type", "glob");
+        if (const Value* fun = data.Find("fun")) load.Set("fun", *fun);
+        if (const Value* user = data.Find("user")) load.Set("user", *user);
+        store.SaveLoad(tag.jid, load, std::nullopt);
+        Value ret = load;
+        ret.Set("return", data);
+        outcome = store.Returner(ret);
+      }
+      break;
+    default:
+      break;
+  }
+  if (outcome) {
+    switch (outcome->kind) {
+      case store::ReturnOutcome::Kind::kStored: ++counts.returns; break;
+      case store::ReturnOutcome::Kind::kConflict:
+        ++counts.duplicates;
+        log_.Log(LogLevel::kWarning,
+                 "An extra return was detected from minion " + (data.FindString("id") ? *data.FindString("id") : tag.minion) +
+                     " for job " + outcome->jid + " with a different payload; the first return is kept. "
+                     "Please verify the minion, this could be a replay attack");
+        break;
+      default: break;
+    }
+  }
+
+  if (!PassesFilters(event.tag)) {
+    ++counts.filtered;
+    return;
+  }
+  store::Event archived{.tag = std::move(event.tag), .data = std::move(event.data), .received = frame.received};
+  if (outcome && payload_is_data &&
+      (outcome->kind == store::ReturnOutcome::Kind::kStored ||
+       outcome->kind == store::ReturnOutcome::Kind::kRepeat)) {
+    // The payload is the stored return's: keep a reference, not a second copy.
+    archived.same_as_return = outcome->id;
+    archived.own_stamp = outcome->kind == store::ReturnOutcome::Kind::kRepeat && outcome->stamp_differs;
+  }
+  store.EventReturn(std::span<const store::Event>(&archived, 1));
+  ++counts.stored;
+}
+
+}  // namespace brine::master

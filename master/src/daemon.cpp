@@ -1,0 +1,316 @@
+// brine-master's process: configuration, ownership, the bus, the threads and
+// the signals. The reader (this thread) owns both ZeroMQ sockets; the writer
+// thread owns the store connection; they meet only in the FrameQueue.
+#include "brine/master/daemon.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <thread>
+#include <zmq.hpp>
+
+#include "brine/config/master_config.h"
+#include "brine/master/archiver.h"
+#include "brine/master/bus.h"
+#include "brine/master/frame_queue.h"
+#include "brine/master/logger.h"
+#include "brine/master/writer.h"
+
+namespace brine::master {
+namespace {
+
+// Signal handlers only set these.
+std::atomic<int> g_stop_signal{0};
+std::atomic<bool> g_reopen_log{false};
+
+extern "C" void OnSignal(int sig) {
+  if (sig == SIGHUP) {
+    g_reopen_log = true;
+  } else {
+    g_stop_signal = sig;
+  }
+}
+
+void InstallSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+// Frames one connection may have waiting in ZeroMQ's receive pipe.
+constexpr int kPullHighWaterMark = 100000;
+
+// Exit codes.
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+class StartupError : public std::runtime_error {
+ public:
+  StartupError(int code, const std::string& what) : std::runtime_error(what), code_(code) {}
+  [[nodiscard]] int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+struct Account {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name;
+};
+
+Account LookUpUser(const std::string& name) {
+  errno = 0;
+  const passwd* pw = ::getpwnam(name.c_str());
+  if (pw == nullptr) throw StartupError(kExitUsage, "user: no such user '" + name + "' (the config's `user`)");
+  return {pw->pw_uid, pw->pw_gid, name};
+}
+
+// Creates `dir` (and parents) 0700 and, when we are root, hands it to `owner`.
+void MakeOwnedDir(const std::filesystem::path& dir, const Account& owner) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) throw StartupError(kExitRuntime, "cannot create " + dir.string() + ": " + ec.message());
+    ::chmod(dir.c_str(), 0700);
+  }
+  if (::geteuid() == 0 && ::chown(dir.c_str(), owner.uid, owner.gid) != 0) {
+    throw StartupError(kExitRuntime, "cannot give " + dir.string() + " to " + owner.name + ": " + std::strerror(errno));
+  }
+}
+
+void DropPrivileges(const Account& to) {
+  if (::geteuid() != 0 || to.uid == 0) return;
+  if (::initgroups(to.name.c_str(), to.gid) != 0 || ::setgid(to.gid) != 0 || ::setuid(to.uid) != 0) {
+    throw StartupError(kExitRuntime, "cannot switch to user " + to.name + ": " + std::strerror(errno));
+  }
+}
+
+struct Args {
+  std::filesystem::path config_dir = config::kDefaultConfigDir;
+};
+
+constexpr const char* kUsage =
+    "usage: brine-master [-c CONFIG_DIR]\n"
+    "\n"
+    "Archive a Salt master's event bus: every job, return and event into the brine store.\n"
+    "\n"
+    "  -c, --config-dir DIR  the Salt master's config folder (default /etc/salt): reads\n"
+    "                        DIR/master and DIR/master.d/*.conf, Salt keys and brine.* keys\n"
+    "  -h, --help            this help\n"
+    "      --version         brine's version\n";
+
+std::optional<int> ParseArgs(int argc, char** argv, Args& args, std::ostream& out, std::ostream& err) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      out << kUsage;
+      return kExitOk;
+    }
+    if (a == "--version") {
+      out << "brine-master " << BRINE_VERSION << "\n";
+      return kExitOk;
+    }
+    if (a == "-c" || a == "--config-dir") {
+      if (i + 1 >= argc) {
+        err << "brine-master: " << a << " needs a folder\n";
+        return kExitUsage;
+      }
+      args.config_dir = argv[++i];
+    } else if (a.rfind("--config-dir=", 0) == 0) {
+      args.config_dir = a.substr(13);
+    } else {
+      err << "brine-master: unknown argument '" << a << "'\n" << kUsage;
+      return kExitUsage;
+    }
+  }
+  return std::nullopt;
+}
+
+// Reads every frame ZeroMQ already holds, republishes each unchanged, and
+// queues it. Returns how many frames were read.
+std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Clock& clock) {
+  std::size_t n = 0;
+  while (true) {
+    zmq::message_t msg;
+    if (!pull.recv(msg, zmq::recv_flags::dontwait)) return n;
+    Frame frame;
+    frame.received = clock.Now();
+    frame.bytes.assign(static_cast<const char*>(msg.data()), msg.size());
+    bool more = msg.more();
+    pub.send(msg, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
+    while (more) {
+      zmq::message_t part;
+      (void)pull.recv(part, zmq::recv_flags::none);
+      more = part.more();
+      frame.bytes.append(static_cast<const char*>(part.data()), part.size());
+      ++frame.parts;
+      pub.send(part, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
+    }
+    ++n;
+    // Blocks while the queue is full: ZeroMQ then holds further frames.
+    queue.Push(std::move(frame));
+  }
+}
+
+int Run(const Args& args, std::ostream& err) {
+  config::MasterConfig cfg;
+  try {
+    cfg = config::LoadMasterConfig(args.config_dir);
+  } catch (const config::ConfigError& e) {
+    err << "brine-master: " << e.what() << "\n";
+    return kExitUsage;
+  }
+
+  ::umask(0077);
+  Logger log(ParseLogLevel(cfg.brine.log_level));
+  const Account owner = LookUpUser(cfg.user);
+  try {
+    MakeOwnedDir(cfg.brine.log_file.parent_path(), owner);
+    log.Open(cfg.brine.log_file);
+    if (::geteuid() == 0) (void)::chown(cfg.brine.log_file.c_str(), owner.uid, owner.gid);
+  } catch (const std::exception& e) {
+    err << "brine-master: brine.log_file: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  for (const auto& w : cfg.warnings) log.Log(LogLevel::kWarning, w);
+
+  const BusEndpoints endpoints = EndpointsFor(cfg);
+  if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) MakeOwnedDir(cfg.brine.sock_dir, owner);
+  MakeOwnedDir(cfg.brine.database.parent_path(), owner);
+  DropPrivileges(owner);
+
+  for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);
+
+  SystemClock clock;
+  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20);
+  Archiver archiver({.whitelist = cfg.event_return_whitelist,
+                     .blacklist = cfg.event_return_blacklist,
+                     .job_cache = cfg.job_cache,
+                     .runner_returns = cfg.runner_returns,
+                     .master_id = cfg.id,
+                     .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)},
+                    log);
+  WriterOptions wopts;
+  wopts.database = cfg.brine.database;
+  wopts.open.master_id = cfg.id;
+  wopts.open.sync = cfg.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
+                                                                                : store::OpenOptions::Sync::kNormal;
+  wopts.batch_max_events = static_cast<std::size_t>(cfg.brine.batch_max_events);
+  wopts.flush_interval = std::chrono::milliseconds(cfg.brine.flush_interval_ms);
+  wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
+  wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
+  wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
+  Writer writer(wopts, archiver, log, queue, clock);
+  try {
+    writer.Open();
+  } catch (const std::exception& e) {
+    err << "brine-master: the store " << cfg.brine.database.string() << " is unavailable: " << e.what() << "\n";
+    log.Log(LogLevel::kCritical, std::string("the store is unavailable: ") + e.what());
+    return kExitRuntime;
+  }
+
+  zmq::context_t ctx(1);
+  zmq::socket_t pull(ctx, zmq::socket_type::pull);
+  zmq::socket_t pub(ctx, zmq::socket_type::pub);
+  // libzmq drops the frames still in flight when a sender disconnects while
+  // its pipe is at the receive high-water mark, and short-lived senders are the
+  // normal case (event.send, Salt's CLI processes). The mark is per connection,
+  // so it is set far above what one such sender sends (kPullHighWaterMark
+  // frames): they never reach it. It still bounds what one long-lived flood
+  // can park in memory, and holds that sender back once brine's own queue is
+  // full and the reader stops reading. docs/reliability.md says more.
+  pull.set(zmq::sockopt::rcvhwm, kPullHighWaterMark);
+  pub.set(zmq::sockopt::sndhwm, 100000);
+  pull.set(zmq::sockopt::linger, 0);
+  pub.set(zmq::sockopt::linger, 0);
+  try {
+    const mode_t old = ::umask(0177);  // socket files 0600 from the start
+    pull.bind(endpoints.pull);
+    pub.bind(endpoints.pub);
+    ::umask(old);
+  } catch (const zmq::error_t& e) {
+    err << "brine-master: cannot bind the event bus (" << endpoints.pull << ", " << endpoints.pub << "): " << e.what()
+        << "\n";
+    return kExitUsage;
+  }
+
+  InstallSignalHandlers();
+  std::thread writer_thread([&] { writer.Run(); });
+  log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: pull " + endpoints.pull + ", pub " +
+                               endpoints.pub + ", store " + cfg.brine.database.string());
+  if (!cfg.job_cache) {
+    log.Log(LogLevel::kWarning, "job_cache is False: job loads and minion lists are stored, returns are not");
+  }
+
+  zmq::pollitem_t items[] = {{pull.handle(), 0, ZMQ_POLLIN, 0}};
+  while (g_stop_signal == 0) {
+    if (g_reopen_log.exchange(false)) log.Reopen();
+    try {
+      zmq::poll(items, 1, std::chrono::milliseconds(100));
+      if (items[0].revents & ZMQ_POLLIN) Drain(pull, pub, queue, clock);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+
+  // Stop: keep reading until the bus has been quiet for 200 ms (at most 10 s),
+  // so a sender's last frames are not left behind, then commit everything.
+  log.Log(LogLevel::kInfo, std::string("signal ") + std::to_string(g_stop_signal.load()) + ": draining the bus");
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto quiet_since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < give_up &&
+         std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(200)) {
+    try {
+      zmq::poll(items, 1, std::chrono::milliseconds(20));
+      if ((items[0].revents & ZMQ_POLLIN) && Drain(pull, pub, queue, clock) > 0) {
+        quiet_since = std::chrono::steady_clock::now();
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+  queue.Close();
+  writer_thread.join();
+  pull.close();
+  pub.close();
+  for (const auto& path : endpoints.ipc_paths) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  log.Log(LogLevel::kInfo, "stopped; everything read was committed");
+  return kExitOk;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
+  Args args;
+  if (auto code = ParseArgs(argc, argv, args, out, err)) return *code;
+  try {
+    return Run(args, err);
+  } catch (const StartupError& e) {
+    err << "brine-master: " << e.what() << "\n";
+    return e.code();
+  } catch (const BusConflict& e) {
+    err << "brine-master: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    err << "brine-master: " << e.what() << "\n";
+    return kExitRuntime;
+  }
+}
+
+}  // namespace brine::master

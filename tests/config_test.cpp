@@ -1,0 +1,1007 @@
+// config/: the Salt master config reader and the YAML typing under it.
+//
+// The scalar-typing and document tests use PyYAML itself as the oracle (Debian's
+// python3-yaml), with the two SaltYamlSafeLoader changes brine copies written
+// out in the oracle script; without python3 + PyYAML those cases only warn.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "brine/config/master_config.h"
+#include "brine/config/yaml.h"
+#include "brine/core/json.h"
+#include "brine/core/value.h"
+#include "support/temp_dir.h"
+
+namespace fs = std::filesystem;
+using brine::JsonStyle;
+using brine::ParseJson;
+using brine::ToJson;
+using brine::Value;
+using brine::config::ConfigError;
+using brine::config::LoadMasterConfig;
+using brine::config::LoadMasterConfigFromText;
+using brine::config::MasterConfig;
+using brine::config::ParseYaml;
+using brine::config::TypeYamlScalar;
+using brine::config::YamlError;
+using brine::test::TempDir;
+
+namespace {
+
+void WriteFile(const fs::path& path, std::string_view text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  REQUIRE(out.good());
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The ConfigError message LoadMasterConfig throws, or "" when it does not throw.
+std::string LoadError(const fs::path& dir) {
+  try {
+    (void)LoadMasterConfig(dir);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string YamlErrorOf(std::string_view document) {
+  try {
+    (void)ParseYaml(document);
+  } catch (const YamlError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool PyYamlAvailable() {
+  static const bool available = std::system("python3 -c 'import yaml' >/dev/null 2>&1") == 0;
+  return available;
+}
+
+// Runs `script` (Python) with python3 over `inputs`, written one JSON string a
+// line to a file named by argv[1]; returns stdout's lines.
+std::vector<std::string> RunPython(const TempDir& dir, std::string_view script,
+                                   const std::vector<std::string>& inputs) {
+  std::string in_text;
+  for (const std::string& input : inputs) in_text += ToJson(Value(input)) + "\n";
+  WriteFile(dir / "oracle.py", script);
+  WriteFile(dir / "in.jsonl", in_text);
+  std::string cmd = "python3 '" + (dir / "oracle.py").string() + "' '" +
+                    (dir / "in.jsonl").string() + "' > '" + (dir / "out.jsonl").string() + "'";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  std::vector<std::string> lines;
+  std::istringstream out(ReadFile(dir / "out.jsonl"));
+  for (std::string line; std::getline(out, line);) lines.push_back(line);
+  REQUIRE(lines.size() == inputs.size());
+  return lines;
+}
+
+// PyYAML's SafeLoader plus the SaltYamlSafeLoader changes that brine copies
+// (salt/utils/yamlloader.py): an unsigned int loses its leading zeros before
+// PyYAML's int constructor sees it, and timestamps stay text. Where Salt's
+// loader itself crashes (an IndexError on "0_"), brine documents PyYAML's
+// answer, so the oracle falls back to plain SafeLoader there.
+constexpr std::string_view kOraclePrelude = R"PY(
+import json, sys, yaml
+from yaml.nodes import ScalarNode
+
+class SaltLike(yaml.SafeLoader):
+    def construct_scalar(self, node):
+        if (node.tag == "tag:yaml.org,2002:int" and node.value != "0"
+                and node.value.startswith("0")
+                and not node.value.startswith(("0b", "0x"))):
+            node.value = node.value.lstrip("0") or "0"
+        return super().construct_scalar(node)
+
+SaltLike.add_constructor("tag:yaml.org,2002:timestamp", SaltLike.construct_scalar)
+
+def inputs():
+    with open(sys.argv[1], encoding="utf-8") as f:
+        for line in f:
+            yield json.loads(line)
+)PY";
+
+constexpr std::string_view kScalarOracle = R"PY(
+def typed(loader_class, text):
+    loader = loader_class("")
+    tag = loader.resolve(ScalarNode, text, (True, False))
+    return loader.construct_object(ScalarNode(tag, text), deep=True)
+
+for text in inputs():
+    try:
+        try:
+            value = typed(SaltLike, text)
+        except IndexError:
+            value = typed(yaml.SafeLoader, text)
+    except Exception:
+        print(json.dumps({"t": "error"}))
+        continue
+    if value is None:
+        r = {"t": "null"}
+    elif isinstance(value, bool):
+        r = {"t": "bool", "v": value}
+    elif isinstance(value, int):
+        r = {"t": "int", "v": str(value)}
+    elif isinstance(value, float):
+        r = {"t": "float", "v": repr(value)}
+    elif isinstance(value, str):
+        r = {"t": "str", "v": value}
+    else:
+        r = {"t": type(value).__name__}
+    print(json.dumps(r))
+)PY";
+
+constexpr std::string_view kDocumentOracle = R"PY(
+for text in inputs():
+    try:
+        value = yaml.load(text, Loader=SaltLike)
+        print(json.dumps({"ok": json.dumps(value, ensure_ascii=False)}))
+    except Exception as e:
+        print(json.dumps({"error": type(e).__name__}))
+)PY";
+
+// TypeYamlScalar's answer in the oracle's shape.
+Value OurScalar(const std::string& text) {
+  Value v;
+  try {
+    v = TypeYamlScalar(text);
+  } catch (const YamlError&) {
+    return Value::Map({{"t", "error"}});
+  }
+  switch (v.kind()) {
+    case Value::Kind::kNull:
+      return Value::Map({{"t", "null"}});
+    case Value::Kind::kBool:
+      return Value::Map({{"t", "bool"}, {"v", v.as_bool()}});
+    case Value::Kind::kInt:
+      return Value::Map({{"t", "int"}, {"v", std::to_string(v.as_int())}});
+    case Value::Kind::kUint:
+      return Value::Map({{"t", "int"}, {"v", std::to_string(v.as_uint())}});
+    case Value::Kind::kFloat:
+      return Value::Map({{"t", "float"}, {"v", brine::PythonFloatRepr(v.as_float())}});
+    case Value::Kind::kString:
+      return Value::Map({{"t", "str"}, {"v", v.as_string()}});
+    default:
+      return Value::Map({{"t", "other"}});
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Scalar typing
+
+TEST_CASE("yaml: plain scalars are typed as Salt's loader types them", "[config]") {
+  CHECK(TypeYamlScalar("yes") == Value(true));
+  CHECK(TypeYamlScalar("No") == Value(false));
+  CHECK(TypeYamlScalar("on") == Value(true));
+  CHECK(TypeYamlScalar("OFF") == Value(false));
+  CHECK(TypeYamlScalar("True") == Value(true));
+  CHECK(TypeYamlScalar("FALSE") == Value(false));
+  CHECK(TypeYamlScalar("yES") == Value("yES"));
+  CHECK(TypeYamlScalar("y") == Value("y"));
+  CHECK(TypeYamlScalar("~").is_null());
+  CHECK(TypeYamlScalar("null").is_null());
+  CHECK(TypeYamlScalar("Null").is_null());
+  CHECK(TypeYamlScalar("NULL").is_null());
+  CHECK(TypeYamlScalar("").is_null());
+  CHECK(TypeYamlScalar("nULL") == Value("nULL"));
+  CHECK(TypeYamlScalar("0x1F") == Value(31));
+  CHECK(TypeYamlScalar("-0x1f") == Value(-31));
+  CHECK(TypeYamlScalar("0b101") == Value(5));
+  CHECK(TypeYamlScalar("1_000") == Value(1000));
+  CHECK(TypeYamlScalar("1:20") == Value(80));
+  CHECK(TypeYamlScalar("190:20:30") == Value(685230));
+  CHECK(TypeYamlScalar("1:60") == Value("1:60"));
+  // Salt drops an unsigned int's leading zeros (PyYAML alone would say 8).
+  CHECK(TypeYamlScalar("010") == Value(10));
+  CHECK(TypeYamlScalar("0777") == Value(777));
+  CHECK(TypeYamlScalar("-010") == Value(-8));
+  CHECK(TypeYamlScalar("00") == Value(0));
+  CHECK(TypeYamlScalar("08") == Value("08"));
+  CHECK(TypeYamlScalar("0o10") == Value("0o10"));
+  CHECK(TypeYamlScalar("1.5") == Value(1.5));
+  CHECK(TypeYamlScalar("1.") == Value(1.0));
+  CHECK(TypeYamlScalar(".5") == Value(0.5));
+  CHECK(TypeYamlScalar("-.5") == Value("-.5"));
+  CHECK(TypeYamlScalar("1.0e+5") == Value(100000.0));
+  CHECK(TypeYamlScalar("1e5") == Value("1e5"));
+  CHECK(TypeYamlScalar("1.0e5") == Value("1.0e5"));
+  CHECK(TypeYamlScalar("1:20.5") == Value(80.5));
+  CHECK(TypeYamlScalar(".inf") == Value(std::numeric_limits<double>::infinity()));
+  CHECK(TypeYamlScalar("-.inf") == Value(-std::numeric_limits<double>::infinity()));
+  CHECK(std::isnan(TypeYamlScalar(".nan").as_float()));
+  CHECK(TypeYamlScalar("-.nan") == Value("-.nan"));
+  CHECK(TypeYamlScalar("2024-05-01") == Value("2024-05-01"));
+  CHECK(TypeYamlScalar("18446744073709551615") == Value(18446744073709551615ULL));
+  CHECK(TypeYamlScalar("-9223372036854775808") == Value(std::numeric_limits<std::int64_t>::min()));
+  CHECK(TypeYamlScalar("18446744073709551616") == Value(18446744073709551616.0));
+  CHECK(TypeYamlScalar("salt/job/*") == Value("salt/job/*"));
+  CHECK_THROWS_AS(TypeYamlScalar("="), YamlError);
+  CHECK_THROWS_AS(TypeYamlScalar("<<"), YamlError);
+  CHECK_THROWS_AS(TypeYamlScalar("0x_"), YamlError);
+  CHECK(TypeYamlScalar("0_") == Value(0));
+}
+
+TEST_CASE("yaml: scalar typing agrees with PyYAML plus Salt's changes on many inputs", "[config]") {
+  if (!PyYamlAvailable()) {
+    WARN("python3 with PyYAML is not installed; the scalar oracle was not run");
+    return;
+  }
+  std::vector<std::string> inputs = {"yes",
+                                     "Yes",
+                                     "YES",
+                                     "yEs",
+                                     "no",
+                                     "No",
+                                     "NO",
+                                     "nO",
+                                     "true",
+                                     "True",
+                                     "TRUE",
+                                     "tRUE",
+                                     "false",
+                                     "False",
+                                     "FALSE",
+                                     "on",
+                                     "On",
+                                     "ON",
+                                     "oN",
+                                     "off",
+                                     "Off",
+                                     "OFF",
+                                     "y",
+                                     "n",
+                                     "Y",
+                                     "N",
+                                     "~",
+                                     "null",
+                                     "Null",
+                                     "NULL",
+                                     "nuLL",
+                                     "",
+                                     "0",
+                                     "-0",
+                                     "+0",
+                                     "00",
+                                     "010",
+                                     "-010",
+                                     "+010",
+                                     "0777",
+                                     "08",
+                                     "0o10",
+                                     "0O10",
+                                     "0x1F",
+                                     "0X1F",
+                                     "0x1f",
+                                     "-0x1F",
+                                     "0x_",
+                                     "0x_1",
+                                     "0b101",
+                                     "0b",
+                                     "0b_",
+                                     "0b2",
+                                     "-0b11",
+                                     "1_000",
+                                     "_1",
+                                     "1__0",
+                                     "0_",
+                                     "0__7",
+                                     "1:20",
+                                     "1:2:3",
+                                     "-1:20",
+                                     "1:60",
+                                     "1:5",
+                                     "01:20",
+                                     "0:10",
+                                     "190:20:30",
+                                     "1_0:20",
+                                     "1:20.5",
+                                     "1:20.",
+                                     "-1:20.5",
+                                     "1.5",
+                                     "1.",
+                                     ".5",
+                                     "-.5",
+                                     "+.5",
+                                     "1e5",
+                                     "1E5",
+                                     "1.0e5",
+                                     "1.0e+5",
+                                     "1.0E-5",
+                                     "1.e+5",
+                                     ".5e-3",
+                                     "1_000.5",
+                                     "1._5",
+                                     ".inf",
+                                     ".Inf",
+                                     ".INF",
+                                     "-.inf",
+                                     "+.inf",
+                                     ".iNf",
+                                     "inf",
+                                     ".nan",
+                                     ".NaN",
+                                     ".NAN",
+                                     "-.nan",
+                                     "nan",
+                                     "NaN",
+                                     "=",
+                                     "<<",
+                                     "2024-05-01",
+                                     "2024-05-01 12:00:00",
+                                     "2001-12-14t21:59:43.10-05:00",
+                                     "12:30:00",
+                                     "123456789",
+                                     "9223372036854775807",
+                                     "-9223372036854775808",
+                                     "salt/job/*",
+                                     "a b",
+                                     "1 2",
+                                     "0.0",
+                                     "-0.0",
+                                     "00.5",
+                                     "0.5_",
+                                     "1_",
+                                     "+",
+                                     "-",
+                                     ".",
+                                     "..",
+                                     "1:",
+                                     ":1",
+                                     "1::2"};
+  // A seeded spray over the characters the resolver cares about.
+  std::mt19937 rng(20240501);
+  const std::string alphabet = "0123456789012345_:.+-eE.xb.oaAfinIN~yY01";
+  std::uniform_int_distribution<std::size_t> length(1, 9);
+  std::uniform_int_distribution<std::size_t> pick(0, alphabet.size() - 1);
+  for (int i = 0; i < 20000; ++i) {
+    std::string s;
+    for (std::size_t n = length(rng); n > 0; --n) s += alphabet[pick(rng)];
+    inputs.push_back(s);
+  }
+  TempDir dir;
+  std::vector<std::string> lines =
+      RunPython(dir, std::string(kOraclePrelude) + std::string(kScalarOracle), inputs);
+  int mismatches = 0;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    Value expected = ParseJson(lines[i]);
+    Value ours = OurScalar(inputs[i]);
+    if (!(expected == ours) && ++mismatches <= 20) {
+      INFO("input: " << ToJson(Value(inputs[i])) << "  PyYAML: " << lines[i]
+                     << "  brine: " << ToJson(ours));
+      CHECK(expected == ours);
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
+// ---------------------------------------------------------------------------
+// Documents
+
+TEST_CASE("yaml: ParseYaml keeps the order of map keys and list items", "[config]") {
+  Value v = ParseYaml("zeta: 1\nalpha: [3, 1, 2]\nmid:\n  b: x\n  a: {d: 1, c: 2}\n");
+  Value expected = Value::Map({
+      {"zeta", 1},
+      {"alpha", Value::List({3, 1, 2})},
+      {"mid", Value::Map({{"b", "x"}, {"a", Value::Map({{"d", 1}, {"c", 2}})}})},
+  });
+  CHECK(v == expected);
+  CHECK(ParseYaml("- b\n- a\n- {y: 1, x: 2}\n") ==
+        Value::List({"b", "a", Value::Map({{"y", 1}, {"x", 2}})}));
+}
+
+TEST_CASE("yaml: quoted and block scalars stay strings and explicit tags are honoured",
+          "[config]") {
+  Value v = ParseYaml(
+      "a: '010'\nb: \"yes\"\nc: |\n  1\nd: >\n  true\ne: !!str 12\nf: !!int \"0x10\"\n"
+      "g: !!float '1'\nh: !!bool 'on'\ni: !!null ''\nj: !!binary aGVsbG8=\nk: !!timestamp "
+      "2001-12-14\n"
+      "l: !!omap [x: 1, y: 2]\nm: !!str\n");
+  CHECK(*v.Find("a") == Value("010"));
+  CHECK(*v.Find("b") == Value("yes"));
+  CHECK(*v.Find("c") == Value("1\n"));
+  CHECK(*v.Find("d") == Value("true\n"));
+  CHECK(*v.Find("e") == Value("12"));
+  CHECK(*v.Find("f") == Value(16));
+  CHECK(*v.Find("g") == Value(1.0));
+  CHECK(*v.Find("h") == Value(true));
+  CHECK(v.Find("i")->is_null());
+  CHECK(*v.Find("j") == Value("hello"));
+  CHECK(*v.Find("k") == Value("2001-12-14"));
+  CHECK(*v.Find("l") == Value::Map({{"x", 1}, {"y", 2}}));
+  CHECK(*v.Find("m") == Value(""));
+  CHECK_THAT(YamlErrorOf("a: !!set {x, y}"), Catch::Contains("could not determine a constructor"));
+  CHECK_THAT(YamlErrorOf("a: !custom 1"), Catch::Contains("'!custom'"));
+  CHECK_THAT(YamlErrorOf("a: !!int abc"), Catch::StartsWith("line 1, column 4: "));
+}
+
+TEST_CASE("yaml: keys become strings as json.dumps writes Python keys", "[config]") {
+  Value v = ParseYaml("1: a\ntrue: b\n~: c\n1.5: d\n.inf: e\n'x': f\n");
+  CHECK(
+      v ==
+      Value::Map(
+          {{"1", "a"}, {"true", "b"}, {"null", "c"}, {"1.5", "d"}, {"Infinity", "e"}, {"x", "f"}}));
+  CHECK_THAT(YamlErrorOf("? [a, b]\n: c\n"), Catch::Contains("unacceptable key"));
+}
+
+TEST_CASE("yaml: a duplicate key is refused as Salt refuses it", "[config]") {
+  CHECK(YamlErrorOf("a: 1\nb: 2\na: 3\n") == "line 1, column 1: found conflicting ID 'a'");
+  CHECK_THAT(YamlErrorOf("top:\n  x: 1\n  x: 2\n"), Catch::Contains("conflicting ID 'x'"));
+}
+
+TEST_CASE("yaml: merge keys copy what the map does not set itself", "[config]") {
+  Value v = ParseYaml(
+      "base: &base {a: 1, b: 2}\nother: &other {c: 3}\n"
+      "one:\n  <<: *base\n  b: 20\n  z: 0\n"
+      "two:\n  <<: [*base, *other]\n");
+  CHECK(*v.Find("one") == Value::Map({{"a", 1}, {"b", 20}, {"z", 0}}));
+  CHECK(*v.Find("two") == Value::Map({{"c", 3}, {"a", 1}, {"b", 2}}));
+  CHECK_THAT(YamlErrorOf("a: &a {x: 1}\nb: &b {x: 2}\nc:\n  <<: [*a, *b]\n"),
+             Catch::Contains("conflicting ID 'x'"));
+  CHECK_THAT(YamlErrorOf("c:\n  <<: 5\n"), Catch::Contains("for merging"));
+}
+
+TEST_CASE("yaml: empty, multi-document, deep and exploding documents", "[config]") {
+  CHECK(ParseYaml("").is_null());
+  CHECK(ParseYaml("# nothing here\n").is_null());
+  CHECK_THAT(YamlErrorOf("a: 1\n---\nb: 2\n"), Catch::Contains("single document"));
+  CHECK_THAT(YamlErrorOf("a: [1, 2\n"), Catch::StartsWith("line "));
+  std::string deep(1500, '[');
+  deep += std::string(1500, ']');
+  CHECK_THROWS_AS(ParseYaml(deep), YamlError);
+  std::string bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  char prev = 'a';
+  for (char name = 'b'; name <= 'h'; ++name) {
+    bomb += std::string(1, name) + ": &" + name + " [";
+    for (int i = 0; i < 10; ++i) bomb += std::string(i ? ", *" : "*") + prev;
+    bomb += "]\n";
+    prev = name;
+  }
+  CHECK_THAT(YamlErrorOf(bomb), Catch::Contains("more than 1000000 values"));
+}
+
+TEST_CASE("yaml: ParseYaml agrees with PyYAML plus Salt's changes on whole documents", "[config]") {
+  if (!PyYamlAvailable()) {
+    WARN("python3 with PyYAML is not installed; the document oracle was not run");
+    return;
+  }
+  std::vector<std::string> docs = {
+      "interface: 0.0.0.0\npublish_port: 4505\nuser: salt\nfile_roots:\n  base:\n    - /srv/salt\n"
+      "    - /srv/formulas\nnodegroups:\n  web: 'L@web1,web2'\n  db: G@role:db\n",
+      "keep_jobs: 010\nkeep_jobs_seconds: 0x10\nloop_interval: 1:00\ntimeout: 1_0\n",
+      "a: yes\nb: No\nc: ~\nd:\ne: 1.5\nf: .inf\ng: -.inf\nh: 1e5\ni: 2024-05-01\nj: '12'\n",
+      "flow: {a: [1, 2, {b: c}], 'd e': \"f\\tg\", h: [], i: {}}\n",
+      "anchors:\n  - &x {k: v}\n  - *x\n  - &y [1, 2]\n  - *y\n",
+      "block: |\n  line one\n  line two\nfolded: >\n  folded\n  text\n\n  para\nkeep: |+\n  x\n\n"
+      "strip: |-\n  y\n",
+      "multi: this is\n  a plain\n  multi-line scalar\nquoted: 'it''s'\nuni: \"\\u00e9t\\u00e9\"\n",
+      "2: int key\ntrue: bool key\n~: null key\n2.5: float key\n",
+      "list:\n- a\n- b:\n    c: d\n- - nested\n  - list\n",
+      "tags: [!!str 010, !!int '010', !!float '3', !!bool 'Off', !!null x]\n",
+      "event_return_whitelist:\n  - salt/job/*/ret/*\n  - 'salt/run/*'\nbrine.database: "
+      "/x.sqlite\n",
+      "emoji: \"\\U0001F600\"\nescaped: \"a\\\\b\\\"c\"\n",
+      "- 0b1010\n- 0777\n- -0777\n- +12\n- 12:30\n- 1:2:3.5\n- .NaN\n- 00\n",
+      "# comment only\n",
+      "[1, 2, 3]\n",
+      "just a string\n",
+  };
+  TempDir dir;
+  std::vector<std::string> lines =
+      RunPython(dir, std::string(kOraclePrelude) + std::string(kDocumentOracle), docs);
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    INFO("document: " << docs[i] << "PyYAML: " << lines[i]);
+    Value expected = ParseJson(lines[i]);
+    REQUIRE(expected.Find("ok") != nullptr);
+    std::string ours = ToJson(ParseYaml(docs[i]), JsonStyle::Python(-1));
+    CHECK(ours == expected.Find("ok")->as_string());
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Master config
+
+TEST_CASE("config: a missing master file gives Salt's defaults", "[config]") {
+  TempDir dir;
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.config_dir == dir.path());
+  CHECK(c.files_read.empty());
+  CHECK(c.raw == Value::EmptyMap());
+  CHECK(c.warnings.empty());
+  CHECK(c.user == "root");
+  CHECK(c.root_dir == "/");
+  CHECK(c.sock_dir == "/var/run/salt/master");
+  CHECK(c.cachedir == "/var/cache/salt/master");
+  CHECK(c.ipc_mode == MasterConfig::IpcMode::kIpc);
+  CHECK(c.keep_jobs_seconds == 86400);
+  CHECK(c.loop_interval_s == 60);
+  CHECK(c.job_cache);
+  CHECK(c.runner_returns);
+  CHECK_FALSE(c.job_cache_store_endtime);
+  CHECK_FALSE(c.unique_jid);
+  CHECK(c.event_return_whitelist.empty());
+  CHECK(c.event_return_blacklist.empty());
+  CHECK(c.log_level == "warning");
+  CHECK(c.timeout_s == 5);
+  CHECK(c.brine.database == "/var/cache/salt/master/brine.sqlite");
+  CHECK(c.brine.sock_dir == "/var/run/salt/master");
+  CHECK(c.brine.log_file == "/var/log/salt/brine-master");
+  CHECK(c.brine.tcp_pull_port == 4513);
+  CHECK(c.brine.tcp_pub_port == 4512);
+  CHECK(c.brine.log_level == "warning");
+  CHECK(c.brine.batch_max_events == 10000);
+  CHECK(c.brine.flush_interval_ms == 100);
+  CHECK(c.brine.sync == MasterConfig::Brine::Sync::kNormal);
+  CHECK(c.brine.max_frame_bytes == 67108864);
+  CHECK(c.brine.max_queue_mb == 64);
+  CHECK(c.brine.keep_events_seconds == 86400);
+  CHECK(c.brine.active_window_s == 300);
+  CHECK(c.brine.send_timeout_ms == 2000);
+  // MasterConfig{} documents the same defaults.
+  MasterConfig d;
+  CHECK(d.brine.database == c.brine.database);
+  CHECK(d.brine.max_frame_bytes == c.brine.max_frame_bytes);
+}
+
+TEST_CASE("config: every key is read and typed", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master",
+            "id: saltmaster1\n"
+            "user: salt\n"
+            "sock_dir: /run/salt/m\n"
+            "cachedir: /data/cache\n"
+            "ipc_mode: tcp\n"
+            "keep_jobs_seconds: 3600\n"
+            "loop_interval: 30\n"
+            "job_cache: False\n"
+            "runner_returns: no\n"
+            "job_cache_store_endtime: yes\n"
+            "unique_jid: on\n"
+            "event_return_whitelist: [salt/job/*, salt/run/*]\n"
+            "event_return_blacklist: salt/auth\n"
+            "log_level: DEBUG\n"
+            "timeout: 10\n"
+            "brine.database: /data/brine.db\n"
+            "brine.sock_dir: /run/brine\n"
+            "brine.tcp_pull_port: 5513\n"
+            "brine.tcp_pub_port: 5512\n"
+            "brine.log_file: /var/log/brine.log\n"
+            "brine.log_level: info\n"
+            "brine.batch_max_events: 500\n"
+            "brine.flush_interval_ms: 250\n"
+            "brine.sync: full\n"
+            "brine.max_frame_bytes: 1048576\n"
+            "brine.max_queue_mb: 16\n"
+            "brine.keep_events_seconds: 0\n"
+            "brine.active_window_s: 60\n"
+            "brine.send_timeout_ms: 500\n"
+            "some_other_salt_key: {x: 1}\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.files_read == std::vector<fs::path>{dir / "master"});
+  CHECK(c.id == "saltmaster1");
+  CHECK(c.user == "salt");
+  CHECK(c.sock_dir == "/run/salt/m");
+  CHECK(c.cachedir == "/data/cache");
+  CHECK(c.ipc_mode == MasterConfig::IpcMode::kTcp);
+  CHECK(c.keep_jobs_seconds == 3600);
+  CHECK(c.loop_interval_s == 30);
+  CHECK_FALSE(c.job_cache);
+  CHECK_FALSE(c.runner_returns);
+  CHECK(c.job_cache_store_endtime);
+  CHECK(c.unique_jid);
+  CHECK(c.event_return_whitelist == std::vector<std::string>{"salt/job/*", "salt/run/*"});
+  CHECK(c.event_return_blacklist == std::vector<std::string>{"salt/auth"});
+  CHECK(c.log_level == "debug");
+  CHECK(c.timeout_s == 10);
+  CHECK(c.brine.database == "/data/brine.db");
+  CHECK(c.brine.sock_dir == "/run/brine");
+  CHECK(c.brine.tcp_pull_port == 5513);
+  CHECK(c.brine.tcp_pub_port == 5512);
+  CHECK(c.brine.log_file == "/var/log/brine.log");
+  CHECK(c.brine.log_level == "info");
+  CHECK(c.brine.batch_max_events == 500);
+  CHECK(c.brine.flush_interval_ms == 250);
+  CHECK(c.brine.sync == MasterConfig::Brine::Sync::kFull);
+  CHECK(c.brine.max_frame_bytes == 1048576);
+  CHECK(c.brine.max_queue_mb == 16);
+  CHECK(c.brine.keep_events_seconds == 0);
+  CHECK(c.brine.active_window_s == 60);
+  CHECK(c.brine.send_timeout_ms == 500);
+  REQUIRE(c.raw.is_map());
+  CHECK(c.raw.as_map().front().first == "id");
+  CHECK(*c.raw.Find("some_other_salt_key") == Value::Map({{"x", 1}}));
+  CHECK(c.warnings.empty());
+}
+
+TEST_CASE("config: master.d files are read in name order and later keys win", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "timeout: 7\nloop_interval: 11\nuser: fromMaster\n");
+  WriteFile(dir / "master.d" / "20-b.conf", "timeout: 20\nuser: b\n");
+  WriteFile(dir / "master.d" / "10-a.conf", "timeout: 10\nkeep_jobs_seconds: 100\nuser: a\n");
+  WriteFile(dir / "master.d" / "30-c.conf", "user: c\n");
+  WriteFile(dir / "master.d" / "ignored.txt", "user: txt\n");
+  WriteFile(dir / "master.d" / ".hidden.conf", "user: hidden\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.files_read == std::vector<fs::path>{dir / "master", dir / "master.d" / "10-a.conf",
+                                              dir / "master.d" / "20-b.conf",
+                                              dir / "master.d" / "30-c.conf"});
+  CHECK(c.timeout_s == 20);
+  CHECK(c.keep_jobs_seconds == 100);
+  CHECK(c.loop_interval_s == 11);
+  CHECK(c.user == "c");
+}
+
+TEST_CASE("config: files of one include set merge maps and lists, as Salt's dictupdate does",
+          "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master",
+            "brine: {database: /from/master.db, batch_max_events: 7}\n"
+            "event_return_whitelist: [master/*]\n");
+  WriteFile(dir / "master.d" / "a.conf",
+            "brine: {sync: full, flush_interval_ms: 5}\nevent_return_whitelist: [a/*, shared/*]\n");
+  WriteFile(dir / "master.d" / "b.conf",
+            "brine: {flush_interval_ms: 9}\nevent_return_whitelist: [shared/*, b/*]\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  // Within master.d: maps merged key by key, lists concatenated without repeats.
+  CHECK(c.brine.sync == MasterConfig::Brine::Sync::kFull);
+  CHECK(c.brine.flush_interval_ms == 9);
+  CHECK(c.event_return_whitelist == std::vector<std::string>{"a/*", "shared/*", "b/*"});
+  // Against the master file: master.d's `brine:` replaces the master's whole.
+  CHECK(c.brine.database == "/var/cache/salt/master/brine.sqlite");
+  CHECK(c.brine.batch_max_events == 10000);
+  CHECK(*c.raw.Find("brine") == Value::Map({{"sync", "full"}, {"flush_interval_ms", 9}}));
+}
+
+TEST_CASE("config: include takes a string or a list of globs relative to the config dir",
+          "[config]") {
+  TempDir dir;
+  TempDir elsewhere;
+  WriteFile(elsewhere / "abs.conf", "brine.active_window_s: 42\n");
+  WriteFile(dir / "master", "include:\n  - extra/*.yml\n  - " + (elsewhere / "abs.conf").string() +
+                                "\n  - nothing/*.conf\n");
+  WriteFile(dir / "master.d" / "a.conf", "timeout: 3\nloop_interval: 4\n");
+  WriteFile(dir / "extra" / "2.yml", "timeout: 8\n");
+  WriteFile(dir / "extra" / "1.yml", "timeout: 9\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.timeout_s == 8);        // include beats default_include; 2.yml after 1.yml
+  CHECK(c.loop_interval_s == 4);  // only master.d sets it
+  CHECK(c.brine.active_window_s == 42);
+  CHECK(c.files_read == std::vector<fs::path>{dir / "master", dir / "master.d" / "a.conf",
+                                              dir / "extra" / "1.yml", dir / "extra" / "2.yml",
+                                              elsewhere / "abs.conf"});
+
+  TempDir single;
+  WriteFile(single / "master", "include: one.conf\n");
+  WriteFile(single / "one.conf", "user: one\n");
+  CHECK(LoadMasterConfig(single.path()).user == "one");
+}
+
+TEST_CASE("config: default_include can be moved or turned off", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master.d" / "a.conf", "user: from_master_d\n");
+  WriteFile(dir / "conf.d" / "a.yaml", "user: from_conf_d\n");
+  WriteFile(dir / "master", "default_include: conf.d/*.yaml\n");
+  CHECK(LoadMasterConfig(dir.path()).user == "from_conf_d");
+  WriteFile(dir / "master", "default_include: []\n");
+  CHECK(LoadMasterConfig(dir.path()).user == "root");
+  WriteFile(dir / "master", "default_include:\n");
+  CHECK(LoadMasterConfig(dir.path()).user == "root");
+  WriteFile(dir / "master", "default_include: 5\n");
+  CHECK(LoadError(dir.path()) == (dir / "master").string() +
+                                     ": default_include: expected a string or a list of strings, "
+                                     "got 5");
+}
+
+TEST_CASE("config: an included file's own include is read relative to that file", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master.d" / "a.conf", "include: sub/*.conf\nuser: a\ntimeout: 1\n");
+  WriteFile(dir / "master.d" / "sub" / "x.conf", "user: x\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.user == "x");
+  CHECK(c.timeout_s == 1);
+  CHECK(c.files_read ==
+        std::vector<fs::path>{dir / "master.d" / "a.conf", dir / "master.d" / "sub" / "x.conf"});
+}
+
+TEST_CASE("config: an include loop is refused", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master.d" / "loop.conf", "include: loop.conf\n");
+  CHECK_THAT(LoadError(dir.path()),
+             Catch::Contains("loop.conf: include: includes nest more than 32"));
+}
+
+TEST_CASE("config: root_dir prefixes Salt's and brine's paths as Salt does", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "root_dir: /srv/root\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.root_dir == "/srv/root");
+  CHECK(c.cachedir == "/srv/root/var/cache/salt/master");
+  CHECK(c.sock_dir == "/srv/root/var/run/salt/master");
+  CHECK(c.brine.database == "/srv/root/var/cache/salt/master/brine.sqlite");
+  CHECK(c.brine.sock_dir == "/srv/root/var/run/salt/master");
+  CHECK(c.brine.log_file == "/srv/root/var/log/salt/brine-master");
+
+  WriteFile(dir / "master",
+            "root_dir: /srv/root/\n"
+            "cachedir: /srv/root/cache\n"  // already under root_dir: not doubled
+            "sock_dir: run\n"              // relative: joined to root_dir
+            "brine.database: /data/b.sqlite\n"
+            "brine.log_file: /srv/root/log/brine\n");
+  c = LoadMasterConfig(dir.path());
+  CHECK(c.cachedir == "/srv/root/cache");
+  CHECK(c.sock_dir == "/srv/root/run");
+  CHECK(c.brine.database == "/srv/root/data/b.sqlite");
+  CHECK(c.brine.log_file == "/srv/root/log/brine");
+}
+
+TEST_CASE("config: a sock_dir much longer than cachedir moves under cachedir, as in Salt",
+          "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "cachedir: /c\nsock_dir: /a/very/long/socket/dir\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.sock_dir == "/c/.salt-unix");
+  CHECK(c.brine.sock_dir == "/c/.salt-unix");
+}
+
+TEST_CASE("config: keep_jobs hours count only while keep_jobs_seconds is at its default",
+          "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "keep_jobs: 2\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.keep_jobs_seconds == 7200);
+  CHECK(c.brine.keep_events_seconds == 7200);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK_THAT(c.warnings[0],
+             Catch::StartsWith((dir / "master").string() + ": keep_jobs: deprecated"));
+
+  WriteFile(dir / "master", "keep_jobs: 2\nkeep_jobs_seconds: 600\n");
+  c = LoadMasterConfig(dir.path());
+  CHECK(c.keep_jobs_seconds == 600);
+  CHECK(c.warnings.empty());
+
+  WriteFile(dir / "master", "keep_jobs: 24\nkeep_jobs_seconds: 86400\n");
+  CHECK(LoadMasterConfig(dir.path()).keep_jobs_seconds == 86400);
+
+  WriteFile(dir / "master", "keep_jobs: 0\n");
+  CHECK(LoadMasterConfig(dir.path()).keep_jobs_seconds == 0);
+}
+
+TEST_CASE("config: the default id is the host's name followed by _master", "[config]") {
+  TempDir dir;
+  TempDir root;
+  WriteFile(dir / "master", "root_dir: " + root.path().string() + "\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK_THAT(c.id, Catch::EndsWith("_master"));
+  CHECK(c.id.size() > std::string("_master").size());
+
+  // Salt reads the minion's cached id even for a master.
+  WriteFile(root / "etc" / "salt" / "minion_id", "minion7\n");
+  CHECK(LoadMasterConfig(dir.path()).id == "minion7_master");
+  WriteFile(dir / "master", "root_dir: " + root.path().string() + "\nminion_id_caching: false\n");
+  CHECK(LoadMasterConfig(dir.path()).id != "minion7_master");
+  WriteFile(dir / "master", "root_dir: " + root.path().string() + "\nappend_domain: example.org\n");
+  CHECK(LoadMasterConfig(dir.path()).id == "minion7.example.org_master");
+  WriteFile(root / "etc" / "salt" / "minion_id", "localhost\n");
+  CHECK(LoadMasterConfig(dir.path()).id != "localhost.example.org_master");
+
+  WriteFile(dir / "master", "id: 123\n");
+  CHECK(LoadMasterConfig(dir.path()).id == "123");
+  WriteFile(dir / "master", "id: m1\nappend_domain: example.org\n");
+  CHECK(LoadMasterConfig(dir.path()).id == "m1.example.org");
+  WriteFile(dir / "master", "id: ''\n");
+  CHECK_THAT(LoadMasterConfig(dir.path()).id, Catch::EndsWith("_master"));
+  // Salt's str(None): an id key with no value is the id "None".
+  WriteFile(dir / "master", "id:\n");
+  CHECK(LoadMasterConfig(dir.path()).id == "None");
+}
+
+TEST_CASE("config: brine settings default from the Salt keys", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master",
+            "cachedir: /c\nsock_dir: /s\nkeep_jobs_seconds: 600\nlog_level: Info\n"
+            "tcp_master_pub_port: 6000\ntcp_master_pull_port: 6001\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.brine.database == "/c/brine.sqlite");
+  CHECK(c.brine.sock_dir == "/s");
+  CHECK(c.brine.keep_events_seconds == 600);
+  CHECK(c.brine.log_level == "info");
+  CHECK(c.brine.tcp_pub_port == 6000);
+  CHECK(c.brine.tcp_pull_port == 6001);
+}
+
+TEST_CASE("config: the nested brine form is read and the flat key wins", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master",
+            "brine:\n  database: /nested.db\n  batch_max_events: 5\n  tcp_pub_port: 7000\n"
+            "brine.database: /flat.db\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.brine.database == "/flat.db");
+  CHECK(c.brine.batch_max_events == 5);
+  CHECK(c.brine.tcp_pub_port == 7000);
+
+  WriteFile(dir / "master", "brine:\n#  database: /commented.db\n");
+  CHECK(LoadMasterConfig(dir.path()).brine.database == "/var/cache/salt/master/brine.sqlite");
+}
+
+TEST_CASE("config: bad values name the file, the key and what was expected", "[config]") {
+  struct Case {
+    std::string yaml;
+    std::string message;  // after "<file>: "
+  };
+  const std::vector<Case> cases = {
+      {"brine.batch_max_events: lots",
+       "brine.batch_max_events: expected a positive integer, got 'lots'"},
+      {"brine.batch_max_events: 0", "brine.batch_max_events: expected a positive integer, got 0"},
+      {"brine.flush_interval_ms: 1.5",
+       "brine.flush_interval_ms: expected a positive integer, got 1.5"},
+      {"brine: {flush_interval_ms: '100'}",
+       "brine.flush_interval_ms: expected a positive integer, got '100'"},
+      {"brine.max_frame_bytes: 18446744073709551615",
+       "brine.max_frame_bytes: expected a positive integer no larger than 9223372036854775807, got "
+       "18446744073709551615"},
+      {"brine.max_queue_mb: 8796093022208",
+       "brine.max_queue_mb: expected a positive integer no larger than 8796093022207, got "
+       "8796093022208"},
+      {"brine.tcp_pull_port: 0",
+       "brine.tcp_pull_port: expected a port number from 1 to 65535, got 0"},
+      {"brine.tcp_pub_port: 70000",
+       "brine.tcp_pub_port: expected a port number from 1 to 65535, got 70000"},
+      {"brine.tcp_pub_port: 4513",
+       "brine.tcp_pub_port: expected a port other than the pull port 4513, got 4513"},
+      {"brine.sync: fast", "brine.sync: expected 'normal' or 'full', got 'fast'"},
+      {"brine.sock_dir: ''", "brine.sock_dir: expected a path, got ''"},
+      {"brine.database: [a]", "brine.database: expected a path, got a list"},
+      {"brine.log_level: verbose",
+       "brine.log_level: expected a log level (all, garbage, trace, debug, profile, info, warning, "
+       "error, critical or quiet), got 'verbose'"},
+      {"brine.keep_events_seconds: -1",
+       "brine.keep_events_seconds: expected a non-negative integer, got -1"},
+      {"brine: 5", "brine: expected a mapping of brine settings, got 5"},
+      {"job_cache: 'yes'", "job_cache: expected true or false, got 'yes'"},
+      {"unique_jid: 1", "unique_jid: expected true or false, got 1"},
+      {"loop_interval: 0", "loop_interval: expected a positive integer, got 0"},
+      {"loop_interval: 3000000000",
+       "loop_interval: expected a positive integer no larger than 2147483647, got 3000000000"},
+      {"timeout: ~", "timeout: expected a positive integer, got null"},
+      {"keep_jobs_seconds: -1", "keep_jobs_seconds: expected a non-negative integer, got -1"},
+      {"ipc_mode: udp", "ipc_mode: expected 'ipc' or 'tcp', got 'udp'"},
+      {"log_level: loud",
+       "log_level: expected a log level (all, garbage, trace, debug, profile, info, warning, "
+       "error, "
+       "critical or quiet), got 'loud'"},
+      {"event_return_whitelist: {a: 1}",
+       "event_return_whitelist: expected a list of strings, got a mapping"},
+      {"event_return_blacklist: [salt/auth, 1]",
+       "event_return_blacklist: expected a list of strings, got a list"},
+      {"id: [a, b]", "id: expected a string, got a list"},
+      {"cachedir: ''", "cachedir: expected a path, got ''"},
+      {"user: 0", "user: expected a user name, got 0"},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    WriteFile(dir / "master", "timeout: 5\n");
+    WriteFile(dir / "master.d" / "brine.conf", c.yaml + "\n");
+    INFO(c.yaml);
+    CHECK(LoadError(dir.path()) == (dir / "master.d" / "brine.conf").string() + ": " + c.message);
+  }
+}
+
+TEST_CASE("config: an error names the file the bad key came from", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "brine:\n  sync: never\n");
+  WriteFile(dir / "master.d" / "a.conf", "timeout: 5\n");
+  CHECK(LoadError(dir.path()) ==
+        (dir / "master").string() + ": brine.sync: expected 'normal' or 'full', got 'never'");
+  WriteFile(dir / "master.d" / "b.conf", "brine: {sync: never, database: /x}\n");
+  WriteFile(dir / "master.d" / "c.conf", "brine: {database: /y}\n");
+  CHECK(LoadError(dir.path()) == (dir / "master.d" / "b.conf").string() +
+                                     ": brine.sync: expected 'normal' or 'full', got 'never'");
+}
+
+TEST_CASE("config: a YAML syntax error names the file", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master.d" / "bad.conf", "timeout: 5\nbrine: [1, 2\n");
+  CHECK_THAT(LoadError(dir.path()),
+             Catch::StartsWith((dir / "master.d" / "bad.conf").string() + ": line "));
+  WriteFile(dir / "master", "a: 1\n  b: 2\n");
+  CHECK_THAT(LoadError(dir.path()),
+             Catch::StartsWith((dir / "master").string() + ": line 2, column "));
+  try {
+    (void)LoadMasterConfigFromText("x: [", dir.path());
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::StartsWith((dir / "master").string() + ": line 1, column "));
+  }
+}
+
+TEST_CASE("config: a file that is not a mapping is refused, an empty one is no keys", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "- a\n- b\n");
+  CHECK(LoadError(dir.path()) ==
+        (dir / "master").string() + ": expected a mapping at the top level, got a list");
+  WriteFile(dir / "master", "just words\n");
+  CHECK(LoadError(dir.path()) ==
+        (dir / "master").string() + ": expected a mapping at the top level, got 'just words'");
+  WriteFile(dir / "master", "");
+  CHECK(LoadMasterConfig(dir.path()).files_read == std::vector<fs::path>{dir / "master"});
+  WriteFile(dir / "master", "# all commented out\n#user: salt\n");
+  CHECK(LoadMasterConfig(dir.path()).user == "root");
+  WriteFile(dir / "master", "a: 1\na: 2\n");
+  CHECK(LoadError(dir.path()) ==
+        (dir / "master").string() + ": line 1, column 1: found conflicting ID 'a'");
+}
+
+TEST_CASE("config: unknown keys are ignored and unknown brine keys are warned about", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master",
+            "interface: 0.0.0.0\nmysql.host: db\nbrine.databse: /typo.db\nbrine: {flush_ms: 3}\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.brine.database == "/var/cache/salt/master/brine.sqlite");
+  CHECK(*c.raw.Find("mysql.host") == Value("db"));
+  CHECK(c.warnings ==
+        std::vector<std::string>{
+            (dir / "master").string() + ": brine.databse: unknown brine setting, ignored",
+            (dir / "master").string() + ": brine.flush_ms: unknown brine setting, ignored"});
+}
+
+TEST_CASE("config: whitelist and blacklist take one string, an empty string or null", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "event_return_whitelist: salt/job/*\nevent_return_blacklist: ''\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.event_return_whitelist == std::vector<std::string>{"salt/job/*"});
+  CHECK(c.event_return_blacklist.empty());
+  WriteFile(dir / "master", "event_return_whitelist:\n");
+  CHECK(LoadMasterConfig(dir.path()).event_return_whitelist.empty());
+}
+
+TEST_CASE("config: an unreadable or directory master file is an error", "[config]") {
+  TempDir dir;
+  fs::create_directories(dir / "master");
+  CHECK(LoadError(dir.path()) == (dir / "master").string() + ": is a directory, not a config file");
+  fs::remove(dir / "master");
+  WriteFile(dir / "master", "user: salt\n");
+  if (geteuid() != 0) {
+    REQUIRE(chmod((dir / "master").c_str(), 0) == 0);
+    CHECK(LoadError(dir.path()) == (dir / "master").string() + ": cannot read: Permission denied");
+  }
+}
+
+TEST_CASE("config: LoadMasterConfigFromText reads includes from the config dir", "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "user: from_disk\n");
+  WriteFile(dir / "master.d" / "a.conf", "timeout: 9\n");
+  MasterConfig c = LoadMasterConfigFromText("user: from_text\nloop_interval: 2\n", dir.path());
+  CHECK(c.user == "from_text");
+  CHECK(c.loop_interval_s == 2);
+  CHECK(c.timeout_s == 9);
+  CHECK(c.files_read == std::vector<fs::path>{dir / "master.d" / "a.conf"});
+  try {
+    (void)LoadMasterConfigFromText("brine.sync: 1\n", dir.path());
+    FAIL("no error");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) ==
+          (dir / "master").string() + ": brine.sync: expected 'normal' or 'full', got 1");
+  }
+}

@@ -1,0 +1,109 @@
+#include "support/master_process.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+#include <zmq.hpp>
+
+namespace brine::test {
+
+MasterProcess::MasterProcess(const std::string& extra_config) {
+  std::filesystem::create_directories(dir_ / "conf");
+  std::ofstream(dir_ / "conf" / "master") << "id: test_master\n"
+                                          << "cachedir: " << (dir_ / "cache").string() << "\n"
+                                          << "brine.sock_dir: " << (dir_ / "sock").string() << "\n"
+                                          << "brine.log_file: " << (dir_ / "log" / "brine-master").string() << "\n"
+                                          << "brine.log_level: debug\n"
+                                          << "loop_interval: 3600\n"
+                                          << extra_config << "\n";
+}
+
+MasterProcess::~MasterProcess() {
+  if (child_ && child_->Running()) (void)Stop();
+}
+
+void MasterProcess::set_tcp_ports(int pull, int pub) {
+  tcp_pull_ = pull;
+  tcp_pub_ = pub;
+}
+
+std::string MasterProcess::pull_endpoint() const {
+  if (tcp_pull_ != 0) return "tcp://127.0.0.1:" + std::to_string(tcp_pull_);
+  return "ipc://" + (sock_dir() / "master_event_pull.ipc").string();
+}
+
+std::string MasterProcess::pub_endpoint() const {
+  if (tcp_pub_ != 0) return "tcp://127.0.0.1:" + std::to_string(tcp_pub_);
+  return "ipc://" + (sock_dir() / "master_event_pub.ipc").string();
+}
+
+void MasterProcess::Start() {
+  child_ = std::make_unique<Child>(std::vector<std::string>{Binary("brine-master").string(), "-c", conf_dir().string()},
+                                   dir_ / "master.out");
+  // Ready once the log says so (the sockets are bound before that line).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ReadFile(log_file()).find("started:") == std::string::npos) {
+    if (!child_->Running()) {
+      throw std::runtime_error("brine-master exited at start: " + ReadFile(dir_ / "master.out"));
+    }
+    if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("brine-master did not start");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+int MasterProcess::Stop() {
+  child_->Signal(SIGTERM);
+  auto code = child_->Wait(std::chrono::seconds(30));
+  if (!code) {
+    child_->Signal(SIGKILL);
+    code = child_->Wait();
+  }
+  return code.value_or(-1000);
+}
+
+void PushFrames(const std::string& endpoint, const std::vector<std::string>& frames) {
+  zmq::context_t ctx(1);
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.set(zmq::sockopt::linger, 10000);
+  push.set(zmq::sockopt::sndhwm, 0);
+  push.connect(endpoint);
+  for (const auto& f : frames) push.send(zmq::buffer(f), zmq::send_flags::none);
+  push.close();
+}
+
+int FreeTcpPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string Sql(const std::filesystem::path& db, const std::string& query) {
+  SQLite::Database d(db.string(), SQLite::OPEN_READONLY, 10000);
+  SQLite::Statement q(d, query);
+  std::string out;
+  while (q.executeStep()) {
+    for (int i = 0; i < q.getColumnCount(); ++i) {
+      if (i > 0) out += "|";
+      out += q.getColumn(i).isNull() ? "NULL" : q.getColumn(i).getString();
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace brine::test

@@ -1,0 +1,59 @@
+// A real brine-master on a config folder in a temp dir, for end-to-end tests,
+// plus the client side of the bus: PUSH frames to it, SUBscribe to what it
+// republishes.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace brine::test {
+
+class MasterProcess {
+ public:
+  // Writes <dir>/conf/master with these defaults, overridden or extended by
+  // `extra_config` (YAML lines appended last): id test_master, cachedir
+  // <dir>/cache, brine.sock_dir <dir>/sock, brine.log_file <dir>/log/brine-master,
+  // brine.log_level debug, loop_interval 3600.
+  explicit MasterProcess(const std::string& extra_config = "");
+  ~MasterProcess();
+
+  // Starts brine-master and waits until its pull socket (or tcp port) answers.
+  void Start();
+  // SIGTERM, then waits; returns the exit code.
+  int Stop();
+
+  [[nodiscard]] const std::filesystem::path& dir() const { return dir_.path(); }
+  [[nodiscard]] std::filesystem::path conf_dir() const { return dir_ / "conf"; }
+  [[nodiscard]] std::filesystem::path database() const { return dir_ / "cache" / "brine.sqlite"; }
+  [[nodiscard]] std::filesystem::path sock_dir() const { return dir_ / "sock"; }
+  [[nodiscard]] std::filesystem::path log_file() const { return dir_ / "log" / "brine-master"; }
+  [[nodiscard]] std::string pull_endpoint() const;
+  [[nodiscard]] std::string pub_endpoint() const;
+  [[nodiscard]] Child* child() { return child_.get(); }
+  void set_tcp_ports(int pull, int pub);
+
+ private:
+  TempDir dir_;
+  std::unique_ptr<Child> child_;
+  int tcp_pull_ = 0;
+  int tcp_pub_ = 0;
+};
+
+// Pushes each frame as one ZeroMQ message from a fresh PUSH socket, then
+// closes it with a linger that lets everything out.
+void PushFrames(const std::string& endpoint, const std::vector<std::string>& frames);
+
+// A free TCP port on 127.0.0.1 (bound and released).
+[[nodiscard]] int FreeTcpPort();
+
+// Runs a SQL query with the sqlite3 library and returns rows as
+// "col|col\n" lines (NULL for nulls).
+[[nodiscard]] std::string Sql(const std::filesystem::path& db, const std::string& query);
+
+}  // namespace brine::test
