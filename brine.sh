@@ -22,7 +22,6 @@ packages=(
   g++ cmake ninja-build pkg-config
   libsqlite3-dev sqlite3 libsqlitecpp-dev
   libzmq3-dev cppzmq-dev
-  libmsgpack-cxx-dev libboost-dev
   libhowardhinnant-date-dev
   catch2
   libyaml-cpp-dev
