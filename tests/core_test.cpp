@@ -143,7 +143,7 @@ std::vector<PyOut> PyEval(const std::vector<std::string>& exprs) {
   }
   WriteFile(dir / "oracle.py", kOracleScript);
   WriteFile(dir / "in.txt", input);
-  const auto lines = SplitLines(RunCommand("python3 -I -W ignore " + ShellQuote((dir / "oracle.py").string()) +
+  const auto lines = SplitLines(RunCommand("/usr/bin/python3 -I -W ignore " + ShellQuote((dir / "oracle.py").string()) +
                                            " " + ShellQuote((dir / "in.txt").string())));
   REQUIRE(lines.size() == exprs.size());
   std::vector<PyOut> out;

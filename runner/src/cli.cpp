@@ -1,0 +1,242 @@
+#include "brine/runner/cli.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "arguments.h"
+#include "brine/config/master_config.h"
+#include "brine/output/outputters.h"
+#include "functions.h"
+
+namespace brine::runner {
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+constexpr const char* kUsage =
+    "Usage: brine-run [options] FUNCTION [ARG ...] [KEY=VALUE ...]\n"
+    "\n"
+    "A salt-run compatible command line over the brine store: jobs.*, brine.stats.\n"
+    "Arguments are typed as salt-run types them (YAML). Options may also follow the function.\n"
+    "\n"
+    "Options:\n"
+    "  -c, --config-dir DIR     the Salt master's config folder (default /etc/salt)\n"
+    "  --out, --output NAME     outputter: nested (default), json, yaml, txt, raw\n"
+    "  --out-indent N           indent for json/yaml (negative: one line)\n"
+    "  --out-file FILE          append the output to FILE instead of printing it\n"
+    "  --no-color               no colours (the default when stdout is not a terminal)\n"
+    "  --force-color            colours even when stdout is not a terminal\n"
+    "  -l, --log-level LEVEL    accepted for salt-run's command line\n"
+    "  -d, --doc                list the functions and their arguments (or one function's)\n"
+    "  -h, --help               this help\n"
+    "  --version                brine's version\n";
+
+struct Options {
+  std::filesystem::path config_dir = config::kDefaultConfigDir;
+  std::optional<std::string> out;
+  std::optional<int> out_indent;
+  std::optional<std::filesystem::path> out_file;
+  bool no_color = false;
+  bool force_color = false;
+  bool doc = false;
+  bool help = false;
+  bool version = false;
+  std::vector<std::string> words;  // function and its arguments
+};
+
+class OptionError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+int ParseIndent(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    const int n = std::stoi(text, &used);
+    if (used == text.size()) return n;
+  } catch (const std::exception&) {
+  }
+  throw OptionError("--out-indent: expected an integer, got '" + text + "'");
+}
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    auto value = [&](const std::string& name) -> std::string {
+      if (i + 1 >= args.size()) throw OptionError(name + " option requires an argument");
+      return args[++i];
+    };
+    std::string name = a;
+    std::optional<std::string> inline_value;
+    if (a.rfind("--", 0) == 0) {
+      if (const auto eq = a.find('='); eq != std::string::npos) {
+        name = a.substr(0, eq);
+        inline_value = a.substr(eq + 1);
+      }
+    }
+    auto arg = [&](const std::string& n) { return inline_value ? *inline_value : value(n); };
+    if (name == "-c" || name == "--config-dir") {
+      o.config_dir = arg(name);
+    } else if (name == "--out" || name == "--output") {
+      o.out = arg(name);
+    } else if (name == "--out-indent" || name == "--output-indent") {
+      o.out_indent = ParseIndent(arg(name));
+    } else if (name == "--out-file" || name == "--output-file") {
+      o.out_file = arg(name);
+    } else if (name == "--no-color" || name == "--no-colour") {
+      o.no_color = true;
+    } else if (name == "--force-color" || name == "--force-colour") {
+      o.force_color = true;
+    } else if (name == "-l" || name == "--log-level") {
+      (void)arg(name);
+    } else if (name == "-d" || name == "--doc" || name == "--documentation") {
+      o.doc = true;
+    } else if (name == "-h" || name == "--help") {
+      o.help = true;
+    } else if (name == "--version") {
+      o.version = true;
+    } else if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.' && o.words.empty()) {
+      // An option before the function; after it, a word starting with '-' is an argument.
+      throw OptionError("no such option: " + a);
+    } else if (a.rfind("--", 0) == 0 && a.size() > 2) {
+      throw OptionError("no such option: " + a);
+    } else {
+      o.words.push_back(a);
+    }
+  }
+  return o;
+}
+
+// Salt's outputter pipeline (spec 12.1): --out wins over the data's own
+// outputter; an unknown name falls back to nested with an error line.
+struct Rendered {
+  std::string text;
+  std::string warning;
+};
+
+Rendered Render(const Options& o, const Value& result, bool color) {
+  std::string name = "nested";
+  const Value* data = &result;
+  if (result.is_map() && result.as_map().size() == 2 && result.Find("outputter") != nullptr &&
+      result.Find("data") != nullptr) {
+    data = result.Find("data");
+    if (const std::string* own = result.FindString("outputter"); own != nullptr && !own->empty()) name = *own;
+  }
+  if (o.out && !o.out->empty() && *o.out != "highstate") name = *o.out;
+  Rendered r;
+  if (!output::IsKnownOutputter(name)) {
+    r.warning = "Invalid outputter " + name + " specified, fall back to nested";
+    name = "nested";
+  }
+  output::OutputOptions opts;
+  opts.indent = o.out_indent;
+  opts.color = color ? output::OutputOptions::Color::kOn : output::OutputOptions::Color::kOff;
+  r.text = output::Render(name, *data, opts);
+  return r;
+}
+
+int Emit(const Options& o, const Value& result, bool color, std::ostream& out, std::ostream& err) {
+  const Rendered r = Render(o, result, color && !o.out_file);
+  if (!r.warning.empty()) err << "brine-run: " << r.warning << "\n";
+  if (o.out_file) {
+    std::ofstream f(*o.out_file, std::ios::app | std::ios::binary);
+    f << r.text;
+    if (!f) {
+      err << "brine-run: cannot write to " << o.out_file->string() << "\n";
+      return kExitRuntime;
+    }
+  } else {
+    out << r.text;
+  }
+  out.flush();
+  return kExitOk;
+}
+
+std::string Signature(const FunctionSpec& f) {
+  std::string s = f.name + "(";
+  for (std::size_t i = 0; i < f.params.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += f.params[i].name;
+    if (f.params[i].default_value) s += "=" + ToJsonForMessage(*f.params[i].default_value);
+  }
+  return s + ")";
+}
+
+}  // namespace
+
+int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal terminal) {
+  Options o;
+  try {
+    o = ParseOptions(argc, argv);
+  } catch (const OptionError& e) {
+    err << "brine-run: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (o.help) {
+    out << kUsage;
+    return kExitOk;
+  }
+  if (o.version) {
+    out << "brine-run " << BRINE_VERSION << "\n";
+    return kExitOk;
+  }
+  const bool tty = terminal == Terminal::kTty || (terminal == Terminal::kDetect && ::isatty(1) == 1);
+  const bool color = o.force_color || (tty && !o.no_color);
+  if (o.doc) {
+    Value docs = Value::EmptyMap();
+    for (const auto& f : AllFunctions()) {
+      if (!o.words.empty() && f.name != o.words[0] && f.name.rfind(o.words[0] + ".", 0) != 0) continue;
+      docs.Set(f.name, Signature(f) + "\n\n" + f.doc);
+    }
+    return Emit(o, docs, color, out, err);
+  }
+  if (o.words.empty()) {
+    err << "brine-run: no function given\n" << kUsage;
+    return kExitUsage;
+  }
+  const std::string function = o.words[0];
+  const FunctionSpec* spec = FindFunction(function);
+  if (spec == nullptr) {
+    (void)Emit(o, Value("'" + function + "' is not available."), color, out, err);
+    err << "brine-run: '" << function << "' is not available (brine-run -d lists the functions)\n";
+    return kExitUsage;
+  }
+
+  config::MasterConfig cfg;
+  try {
+    cfg = config::LoadMasterConfig(o.config_dir);
+  } catch (const config::ConfigError& e) {
+    err << "brine-run: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  SystemClock clock;
+  Context ctx(cfg, clock);
+  Value result;
+  try {
+    const ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
+    result = spec->call(ctx, BindArgs(function, spec->params, args));
+  } catch (const UsageError& e) {
+    // salt-run returns this text as the runner's result, so it goes through the outputter.
+    (void)Emit(o, Value("\nPassed invalid arguments: " + std::string(e.what()) + "\n\nUsage:\n" + spec->doc), color,
+               out, err);
+    err << "brine-run: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const RuntimeFailure& e) {
+    err << "brine-run: " << e.what() << "\n";
+    return kExitRuntime;
+  } catch (const store::StoreError& e) {
+    err << "brine-run: " << e.what() << "\n";
+    return kExitRuntime;
+  }
+  return Emit(o, result, color, out, err);
+}
+
+}  // namespace brine::runner

@@ -1,0 +1,90 @@
+#include "functions.h"
+
+#include <algorithm>
+
+#include "brine/core/json.h"
+
+namespace brine::runner {
+
+store::Store& Context::Store() {
+  if (!store_) {
+    const auto& path = config_.brine.database;
+    try {
+      store_ = store::OpenStore(path, {.access = store::OpenOptions::Access::kReadOnly});
+    } catch (const store::StoreError& e) {
+      throw RuntimeFailure(e.what());
+    }
+  }
+  return *store_;
+}
+
+const std::vector<FunctionSpec>& AllFunctions() {
+  static const std::vector<FunctionSpec> kAll = [] {
+    std::vector<FunctionSpec> all;
+    AddJobsFunctions(all);
+    AddBrineFunctions(all);
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    return all;
+  }();
+  return kAll;
+}
+
+const FunctionSpec* FindFunction(const std::string& name) {
+  for (const auto& f : AllFunctions()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::string ToJsonForMessage(const Value& v) { return ToJson(v, JsonStyle::Python(-1)); }
+
+std::string StringArg(const Value& v, const std::string& name) {
+  switch (v.kind()) {
+    case Value::Kind::kString: return v.as_string();
+    case Value::Kind::kInt: return std::to_string(v.as_int());
+    case Value::Kind::kUint: return std::to_string(v.as_uint());
+    default: throw UsageError(name + " must be a string, got " + ToJsonForMessage(v));
+  }
+}
+
+std::optional<std::string> OptionalStringArg(const Value& v, const std::string& name) {
+  if (v.is_null()) return std::nullopt;
+  return StringArg(v, name);
+}
+
+std::int64_t IntArg(const Value& v, const std::string& name) {
+  if (v.kind() == Value::Kind::kInt) return v.as_int();
+  if (v.is_string()) {
+    try {
+      std::size_t used = 0;
+      const long long n = std::stoll(v.as_string(), &used);
+      if (used == v.as_string().size()) return n;
+    } catch (const std::exception&) {
+    }
+  }
+  throw UsageError(name + " must be an integer, got " + ToJsonForMessage(v));
+}
+
+std::vector<std::string> GlobListArg(const Value& v, const std::string& name) {
+  std::vector<std::string> out;
+  auto add = [&](std::string s) {
+    const auto b = s.find_first_not_of(" \t");
+    const auto e = s.find_last_not_of(" \t");
+    out.push_back(b == std::string::npos ? "" : s.substr(b, e - b + 1));
+  };
+  if (v.is_list()) {
+    for (const Value& item : v.as_list()) add(StringArg(item, name));
+    return out;
+  }
+  const std::string s = StringArg(v, name);
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = s.find(',', start);
+    add(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace brine::runner

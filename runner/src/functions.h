@@ -1,0 +1,63 @@
+// The runner functions brine-run offers, with salt-run's names, parameters
+// and defaults, and what they share.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "arguments.h"
+#include "brine/config/master_config.h"
+#include "brine/core/time.h"
+#include "brine/core/value.h"
+#include "brine/store/store.h"
+
+namespace brine::runner {
+
+// What a function may use. Owned by Main for one call.
+class Context {
+ public:
+  // `config` and `clock` must outlive the Context.
+  Context(const config::MasterConfig& config, const Clock& clock) : config_(config), clock_(clock) {}
+
+  [[nodiscard]] const config::MasterConfig& config() const { return config_; }
+  [[nodiscard]] const Clock& clock() const { return clock_; }
+  // The store, opened read-only on first use. Throws RuntimeFailure when it
+  // is missing or unreadable.
+  store::Store& Store();
+
+ private:
+  const config::MasterConfig& config_;
+  const Clock& clock_;
+  std::unique_ptr<store::Store> store_;
+};
+
+struct FunctionSpec {
+  std::string name;            // module.function
+  std::vector<Param> params;   // in Python's order
+  std::string doc;             // printed after "Usage:" and by -d
+  // Runs the function on bound arguments (one per param). Throws UsageError
+  // for a bad value, RuntimeFailure for a failure.
+  std::function<Value(Context&, const std::vector<Value>&)> call;
+};
+
+// Every function, sorted by name.
+[[nodiscard]] const std::vector<FunctionSpec>& AllFunctions();
+[[nodiscard]] const FunctionSpec* FindFunction(const std::string& name);
+
+// Registration, one per module file.
+void AddJobsFunctions(std::vector<FunctionSpec>& out);
+void AddBrineFunctions(std::vector<FunctionSpec>& out);
+
+// A value as one line of Python-style JSON, for messages.
+[[nodiscard]] std::string ToJsonForMessage(const Value& v);
+
+// Argument helpers shared by the modules. `name` is the parameter, for messages.
+[[nodiscard]] std::string StringArg(const Value& v, const std::string& name);  // str, or an int as its digits
+[[nodiscard]] std::optional<std::string> OptionalStringArg(const Value& v, const std::string& name);
+[[nodiscard]] std::int64_t IntArg(const Value& v, const std::string& name);
+// A string split on commas (items stripped), or a list of strings.
+[[nodiscard]] std::vector<std::string> GlobListArg(const Value& v, const std::string& name);
+
+}  // namespace brine::runner

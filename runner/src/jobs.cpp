@@ -1,0 +1,399 @@
+// The jobs runner (Salt's salt/runners/jobs.py, spec salt-jobs.md section 8),
+// answered from the store's indexes instead of a walk over the job cache.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "brine/core/jid.h"
+#include "brine/core/json.h"
+#include "functions.h"
+#include "times.h"
+
+namespace brine::runner {
+namespace {
+
+constexpr const char* kNoJob = "Cannot contact returner or no job with this jid";
+
+// Salt's StartTime for a jid. A jid whose month Salt's jid_to_time would
+// choke on shows "" here rather than failing a whole listing.
+std::string StartTime(const std::string& jid) {
+  try {
+    return JidToTime(jid);
+  } catch (const JidError&) {
+    return "";
+  }
+}
+
+Value ArgumentsOf(const Value& load) {
+  const Value* arg = load.Find("arg");
+  if (arg == nullptr || arg->is_null()) return Value::EmptyList();
+  if (arg->is_list()) return *arg;
+  return Value::List({*arg});
+}
+
+Value Or(const Value* v, Value fallback) { return v != nullptr ? *v : std::move(fallback); }
+
+// salt.utils.jid.format_job_instance with the record's metadata: Function,
+// Arguments, Target, Target-type, User, [Metadata].
+Value FormatJob(const Value& load, const Value& metadata) {
+  Value out = Value::EmptyMap();
+  out.Set("Function", Or(load.Find("fun"), "unknown-function"));
+  out.Set("Arguments", ArgumentsOf(load));
+  out.Set("Target", Or(load.Find("tgt"), "unknown-target"));
+  out.Set("Target-type", Or(load.Find("tgt_type"), "list"));
+  out.Set("User", Or(load.Find("user"), "root"));
+  if (!metadata.is_null()) out.Set("Metadata", metadata);
+  return out;
+}
+
+// The jobs runner's private _format_job_instance (list_job, print_job): the
+// metadata only from the load's keys, and Minions copied from get_load.
+Value FormatJobPrivate(const Value& load) {
+  if (!load.is_map() || load.as_map().empty()) return Value::Map({{"Error", kNoJob}});
+  Value out = Value::EmptyMap();
+  out.Set("Function", Or(load.Find("fun"), "unknown-function"));
+  out.Set("Arguments", ArgumentsOf(load));
+  out.Set("Target", Or(load.Find("tgt"), "unknown-target"));
+  out.Set("Target-type", Or(load.Find("tgt_type"), "list"));
+  out.Set("User", Or(load.Find("user"), "root"));
+  if (const Value* m = load.Find("metadata")) {
+    out.Set("Metadata", *m);
+  } else if (const Value* kw = load.Find("kwargs"); kw != nullptr && kw->Find("metadata") != nullptr) {
+    out.Set("Metadata", *kw->Find("metadata"));
+  }
+  if (const Value* minions = load.Find("Minions")) out.Set("Minions", *minions);
+  return out;
+}
+
+Value Wrap(const Value& outputter, Value data) {
+  if (outputter.is_null() || (outputter.is_string() && outputter.as_string().empty())) return data;
+  return Value::Map({{"outputter", outputter}, {"data", std::move(data)}});
+}
+
+bool StoreEndtime(Context& ctx) { return ctx.config().job_cache_store_endtime; }
+
+// {jid: record} for list_jobs.
+Value ListJobs(Context& ctx, const store::JobFilter& filter) {
+  Value out = Value::EmptyMap();
+  for (const auto& job : ctx.Store().GetJids(filter)) {
+    Value rec = FormatJob(job.load, job.metadata);
+    rec.Set("StartTime", StartTime(job.jid));
+    if (StoreEndtime(ctx) && job.endtime && !job.endtime->empty()) rec.Set("EndTime", *job.endtime);
+    out.as_map().emplace_back(job.jid, std::move(rec));
+  }
+  return out;
+}
+
+// jobs.list_job: {"jid", <formatted load>, "StartTime", "Result", ["EndTime"]}.
+Value ListJob(Context& ctx, const std::string& jid) {
+  auto& store = ctx.Store();
+  Value out = Value::Map({{"jid", jid}});
+  Value formatted = FormatJobPrivate(store.GetLoad(jid));
+  for (auto& [k, v] : formatted.as_map()) out.Set(k, std::move(v));
+  out.Set("StartTime", StartTime(jid));
+  out.Set("Result", store.GetJid(jid));
+  if (StoreEndtime(ctx)) {
+    if (auto end = store.GetEndtime(jid); end && !end->empty()) out.Set("EndTime", *end);
+  }
+  return out;
+}
+
+Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missing) {
+  const Value data = ListJob(ctx, jid);
+  const Value* targeted = data.Find("Minions");
+  const Value* returns = data.Find("Result");
+  Value ret = Value::EmptyMap();
+  if (returned && returns != nullptr) {
+    for (const auto& [minion, r] : returns->as_map()) ret.Set(minion, Or(r.Find("return"), Value()));
+  }
+  if (missing && targeted != nullptr && targeted->is_list()) {
+    for (const Value& m : targeted->as_list()) {
+      if (m.is_string() && returns->Find(m.as_string()) == nullptr) ret.Set(m.as_string(), "Minion did not return");
+    }
+  }
+  // The outputter of the first return, when it asked for one (state runs: highstate).
+  if (returns != nullptr && !returns->as_map().empty()) {
+    const Value* out = returns->as_map().front().second.Find("out");
+    if (out != nullptr && out->Truthy()) return Value::Map({{"outputter", *out}, {"data", std::move(ret)}});
+  }
+  return ret;
+}
+
+store::JobFilter BuildFilter(Context& ctx, const Value& search_metadata, const Value& search_function,
+                             const Value& search_target, const Value& start_time, const Value& end_time) {
+  (void)ctx;
+  store::JobFilter f;
+  if (!search_function.is_null()) f.function_globs = GlobListArg(search_function, "search_function");
+  if (!search_target.is_null()) f.target_globs = GlobListArg(search_target, "search_target");
+  if (!search_metadata.is_null()) f.metadata = search_metadata;
+  auto time_arg = [](const Value& v, const char* name) {
+    const std::string text = StringArg(v, name);
+    auto t = ParseTimeArg(text);
+    if (!t) {
+      throw UsageError(std::string(name) + ": cannot read '" + text +
+                       "' as a time (ISO 8601, 'YYYY-MM-DD HH:MM', 'YYYY-MM-DD' or '2024, Jan 01 12:00:00.123456')");
+    }
+    return *t;
+  };
+  if (!start_time.is_null()) f.jid_min = FormatJid(time_arg(start_time, "start_time"));
+  // Inclusive: a jid of that very microsecond with a _pid suffix sorts after the bare 20 digits.
+  if (!end_time.is_null()) f.jid_max = FormatJid(time_arg(end_time, "end_time")) + "~";
+  return f;
+}
+
+Value Active(Context& ctx) {
+  auto& store = ctx.Store();
+  const auto now = ctx.clock().Now();
+  const auto window = std::chrono::seconds(ctx.config().brine.active_window_s);
+  const std::string since = FormatJid(now - window);
+
+  // The newest saltutil.find_job answer per (jid, minion) within the window.
+  std::map<std::string, std::map<std::string, Value>> pids;  // jid -> minion -> pid
+  store::JobFilter finds;
+  finds.jid_min = since;
+  finds.function_globs = {"saltutil.find_job"};
+  for (const auto& find : store.GetJids(finds)) {
+    const Value returns = store.GetJidFull(find.jid);
+    for (const auto& [minion, full] : returns.as_map()) {
+      const Value* r = full.Find("return");
+      if (r == nullptr || !r->is_map()) continue;
+      const std::string* jid = r->FindString("jid");
+      const Value* pid = r->Find("pid");
+      if (jid != nullptr && pid != nullptr) pids[*jid][minion] = *pid;  // later finds overwrite earlier
+    }
+  }
+  std::set<std::string> candidates;
+  for (const auto& [jid, _] : pids) candidates.insert(jid);
+  store::JobFilter young;
+  young.jid_min = since;
+  young.exclude_functions = {"saltutil.find_job"};
+  for (const auto& job : store.GetJids(young)) candidates.insert(job.jid);
+
+  Value out = Value::EmptyMap();
+  for (const std::string& jid : candidates) {
+    const Value load = store.GetLoad(jid);
+    if (!load.is_map() || load.as_map().empty()) continue;
+    const Value result = store.GetJid(jid);
+    const auto start = JidToMicros(jid);
+    const bool is_young = start && *start >= now - window;
+    Value running = Value::EmptyList();
+    if (const Value* minions = load.Find("Minions"); minions != nullptr) {
+      for (const Value& m : minions->as_list()) {
+        const std::string& name = m.as_string();
+        if (result.Find(name) != nullptr) continue;
+        auto pj = pids.find(jid);
+        if (pj != pids.end() && pj->second.count(name) > 0) {
+          running.as_list().push_back(Value(ValueMap{{name, pj->second[name]}}));
+        } else if (is_young) {
+          running.as_list().push_back(Value(ValueMap{{name, Value()}}));
+        }
+      }
+    }
+    if (running.as_list().empty()) continue;
+    Value rec = FormatJobPrivate(load);
+    rec.Erase("Minions");
+    rec.Set("StartTime", StartTime(jid));
+    rec.Set("Running", std::move(running));
+    Value returned = Value::EmptyList();
+    for (const auto& [minion, _] : result.as_map()) returned.as_list().emplace_back(minion);
+    rec.Set("Returned", std::move(returned));
+    out.as_map().emplace_back(jid, std::move(rec));
+  }
+  return out;
+}
+
+const Value kNone;
+
+}  // namespace
+
+void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
+  fns.push_back({
+      "jobs.list_jobs",
+      {{"ext_source", kNone}, {"outputter", kNone}, {"search_metadata", kNone}, {"search_function", kNone},
+       {"search_target", kNone}, {"start_time", kNone}, {"end_time", kNone}, {"display_progress", false},
+       {"limit", kNone}, {"returned", kNone}, {"failed", kNone}},
+      "List the jobs in the job cache, oldest first (by jid: the jid is the job's UTC start time).\n"
+      "\n"
+      "search_metadata   a dict; a job passes when any of its keys has the same value in the job's metadata\n"
+      "search_function   globs (a list, or a comma-separated string) on the job's function\n"
+      "search_target     globs on the job's target; a list target passes when any element matches\n"
+      "start_time        only jobs started at or after this time (UTC; ISO 8601, 'YYYY-MM-DD HH:MM',\n"
+      "                  'YYYY-MM-DD', or '2024, Jan 01 12:00:00.123456')\n"
+      "end_time          only jobs started at or before this time\n"
+      "outputter         render the result with this outputter\n"
+      "limit             brine: only the newest N matching jobs\n"
+      "returned          brine: True for jobs with at least one return, False for jobs with none\n"
+      "failed            brine: True for jobs with a failed return (retcode not 0 or success False)\n"
+      "ext_source, display_progress: accepted for salt-run's signature; brine has one job cache\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.list_jobs\n"
+      "    brine-run jobs.list_jobs search_function='test.*' search_target='web*'\n"
+      "    brine-run jobs.list_jobs start_time='2024-01-01 12:00' end_time='2024-01-01 13:00'\n"
+      "    brine-run jobs.list_jobs search_metadata='{\"ticket\": \"OPS-1\"}'",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const Value& search_metadata = a[2];
+        // Salt's quirk, kept: a search_metadata that is not a dict filters out every job.
+        if (!search_metadata.is_null() && !search_metadata.is_map()) return Wrap(a[1], Value::EmptyMap());
+        store::JobFilter f = BuildFilter(ctx, search_metadata, a[3], a[4], a[5], a[6]);
+        if (!a[8].is_null()) {
+          const auto n = IntArg(a[8], "limit");
+          if (n < 0) throw UsageError("limit must not be negative");
+          f.limit = static_cast<std::size_t>(n);
+        }
+        if (!a[9].is_null()) f.has_returns = a[9].Truthy();
+        if (!a[10].is_null()) f.has_failures = a[10].Truthy();
+        return Wrap(a[1], ListJobs(ctx, f));
+      },
+  });
+  fns.push_back({
+      "jobs.list_jobs_filter",
+      {{"count", std::nullopt}, {"filter_find_job", true}, {"ext_source", kNone}, {"outputter", kNone},
+       {"display_progress", false}},
+      "List the newest `count` jobs, oldest first, each with its JID; saltutil.find_job polls are left out\n"
+      "unless filter_find_job=False.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.list_jobs_filter 50\n"
+      "    brine-run jobs.list_jobs_filter 100 filter_find_job=False",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const auto count = IntArg(a[0], "count");
+        if (count < 0) throw UsageError("count must not be negative");
+        const auto jobs = ctx.Store().GetJidsFilter(
+            static_cast<std::size_t>(count), a[1].Truthy() ? store::Store::FindJobs::kDrop : store::Store::FindJobs::kKeep);
+        Value list = Value::EmptyList();
+        for (const auto& job : jobs) {
+          Value rec = FormatJob(job.load, job.metadata);
+          rec.Set("JID", job.jid);
+          rec.Set("StartTime", StartTime(job.jid));
+          list.as_list().push_back(std::move(rec));
+        }
+        return Wrap(a[3], std::move(list));
+      },
+  });
+  fns.push_back({
+      "jobs.list_job",
+      {{"jid", std::nullopt}, {"ext_source", kNone}, {"display_progress", false}},
+      "Show one job: its function, arguments, target, expected minions, start time and every return.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.list_job 20240101120000123456",
+      [](Context& ctx, const std::vector<Value>& a) { return ListJob(ctx, StringArg(a[0], "jid")); },
+  });
+  fns.push_back({
+      "jobs.lookup_jid",
+      {{"jid", std::nullopt}, {"ext_source", kNone}, {"returned", true}, {"missing", false},
+       {"display_progress", false}},
+      "Show the return of each minion for a job. missing=True adds the expected minions that did not\n"
+      "return. brine: a list of jids gives {jid: returns} for each.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.lookup_jid 20240101120000123456\n"
+      "    brine-run jobs.lookup_jid 20240101120000123456 missing=True",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const bool returned = a[2].Truthy();
+        const bool missing = a[3].Truthy();
+        if (a[0].is_list()) {
+          Value out = Value::EmptyMap();
+          for (const Value& j : a[0].as_list()) {
+            const std::string jid = StringArg(j, "jid");
+            out.Set(jid, LookupOne(ctx, jid, returned, missing));
+          }
+          return out;
+        }
+        return LookupOne(ctx, StringArg(a[0], "jid"), returned, missing);
+      },
+  });
+  fns.push_back({
+      "jobs.print_job",
+      {{"jid", std::nullopt}, {"ext_source", kNone}},
+      "Show one job keyed by its jid, with its returns.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.print_job 20240101120000123456",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const std::string jid = StringArg(a[0], "jid");
+        auto& store = ctx.Store();
+        Value rec = FormatJobPrivate(store.GetLoad(jid));
+        rec.Set("StartTime", StartTime(jid));
+        rec.Set("Result", store.GetJid(jid));
+        if (StoreEndtime(ctx)) {
+          if (auto end = store.GetEndtime(jid); end && !end->empty()) rec.Set("EndTime", *end);
+        }
+        return Value::Map({{jid, std::move(rec)}});
+      },
+  });
+  fns.push_back({
+      "jobs.exit_success",
+      {{"jid", std::nullopt}, {"ext_source", kNone}},
+      "Say for each expected minion whether it returned a true value (Salt's rule: the return's\n"
+      "truthiness, not its retcode).\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.exit_success 20240101120000123456",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const Value data = ListJob(ctx, StringArg(a[0], "jid"));
+        const Value* minions = data.Find("Minions");
+        const Value* result = data.Find("Result");
+        Value out = Value::EmptyMap();
+        if (minions != nullptr && minions->is_list()) {
+          for (const Value& m : minions->as_list()) {
+            const Value* r = result->Find(m.as_string());
+            const Value* ret = r != nullptr ? r->Find("return") : nullptr;
+            out.Set(m.as_string(), ret != nullptr && ret->Truthy());
+          }
+        }
+        for (const auto& [minion, r] : result->as_map()) {
+          const Value* ret = r.Find("return");
+          if (ret != nullptr && ret->Truthy()) out.Set(minion, true);
+        }
+        return out;
+      },
+  });
+  fns.push_back({
+      "jobs.last_run",
+      {{"ext_source", kNone}, {"outputter", kNone}, {"metadata", kNone}, {"function", kNone}, {"target", kNone},
+       {"display_progress", false}},
+      "Show the newest job matching the filters (metadata: a dict; function, target: globs), as print_job\n"
+      "does; False when none matches.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.last_run function='state.*' target='web*'",
+      [](Context& ctx, const std::vector<Value>& a) -> Value {
+        if (!a[2].is_null() && !a[2].is_map()) return false;
+        store::JobFilter f = BuildFilter(ctx, a[2], a[3], a[4], kNone, kNone);
+        f.limit = 1;
+        const auto jobs = ctx.Store().GetJids(f);
+        if (jobs.empty()) return false;
+        const std::string& jid = jobs.back().jid;
+        auto& store = ctx.Store();
+        Value rec = FormatJobPrivate(store.GetLoad(jid));
+        rec.Set("StartTime", StartTime(jid));
+        rec.Set("Result", store.GetJid(jid));
+        return Wrap(a[1], Value::Map({{jid, std::move(rec)}}));
+      },
+  });
+  fns.push_back({
+      "jobs.active",
+      {{"display_progress", false}, {"timeout", kNone}},
+      "List the jobs still running, from the store, without contacting minions: a job is listed while an\n"
+      "expected minion has not returned and either that minion's newest saltutil.find_job reply (within\n"
+      "brine.active_window_s, default 300 s) carried a pid, or the job is younger than that window.\n"
+      "Running lists {minion: pid}, pid None when no find_job reply came yet. timeout is accepted for\n"
+      "salt-run's signature and ignored.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run jobs.active",
+      [](Context& ctx, const std::vector<Value>&) { return Active(ctx); },
+  });
+}
+
+}  // namespace brine::runner

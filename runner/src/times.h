@@ -1,0 +1,19 @@
+// The time arguments of jobs.list_jobs (start_time, end_time).
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "brine/core/time.h"
+
+namespace brine::runner {
+
+// Parses, as UTC (a given zone is converted to UTC):
+//   ISO 8601: 2024-01-01T12:00:00[.ffffff][Z|+HH:MM|+HHMM|-HH:MM], `T` or a space
+//   2024-01-01 12:00 and 2024-01-01T12:00 (seconds left out)
+//   2024-01-01 (midnight)
+//   Salt's StartTime form: 2024, Jan 01 12:00:00[.ffffff]
+// nullopt for anything else.
+[[nodiscard]] std::optional<Micros> ParseTimeArg(std::string_view text);
+
+}  // namespace brine::runner
