@@ -9,21 +9,6 @@
 
 namespace brine::master {
 
-BusEndpoints EndpointsFor(const config::MasterConfig& config) {
-  BusEndpoints e;
-  if (config.ipc_mode == config::MasterConfig::IpcMode::kTcp) {
-    e.pull = "tcp://127.0.0.1:" + std::to_string(config.brine.tcp_pull_port);
-    e.pub = "tcp://127.0.0.1:" + std::to_string(config.brine.tcp_pub_port);
-    return e;
-  }
-  const auto pull = config.brine.sock_dir / "master_event_pull.ipc";
-  const auto pub = config.brine.sock_dir / "master_event_pub.ipc";
-  e.pull = "ipc://" + pull.string();
-  e.pub = "ipc://" + pub.string();
-  e.ipc_paths = {pull, pub};
-  return e;
-}
-
 void ClaimIpcPath(const std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return;

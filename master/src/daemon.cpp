@@ -187,7 +187,7 @@ int Run(const Args& args, std::ostream& err) {
   }
   for (const auto& w : cfg.warnings) log.Log(LogLevel::kWarning, w);
 
-  const BusEndpoints endpoints = EndpointsFor(cfg);
+  const config::BusEndpoints endpoints = config::EndpointsFor(cfg);
   if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) MakeOwnedDir(cfg.brine.sock_dir, owner);
   MakeOwnedDir(cfg.brine.database.parent_path(), owner);
   DropPrivileges(owner);

@@ -218,7 +218,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     return kExitUsage;
   }
   SystemClock clock;
-  Context ctx(cfg, clock);
+  Context ctx(cfg, clock, out);
   Value result;
   try {
     const ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
@@ -236,6 +236,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     err << "brine-run: " << e.what() << "\n";
     return kExitRuntime;
   }
+  if (ctx.result_suppressed()) return kExitOk;
   return Emit(o, result, color, out, err);
 }
 

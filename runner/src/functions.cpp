@@ -23,6 +23,7 @@ const std::vector<FunctionSpec>& AllFunctions() {
     std::vector<FunctionSpec> all;
     AddJobsFunctions(all);
     AddBrineFunctions(all);
+    AddEventFunctions(all);
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     return all;
   }();

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,18 +19,26 @@ namespace brine::runner {
 // What a function may use. Owned by Main for one call.
 class Context {
  public:
-  // `config` and `clock` must outlive the Context.
-  Context(const config::MasterConfig& config, const Clock& clock) : config_(config), clock_(clock) {}
+  // `config`, `clock` and `out` must outlive the Context.
+  Context(const config::MasterConfig& config, const Clock& clock, std::ostream& out)
+      : config_(config), clock_(clock), out_(out) {}
 
   [[nodiscard]] const config::MasterConfig& config() const { return config_; }
   [[nodiscard]] const Clock& clock() const { return clock_; }
   // The store, opened read-only on first use. Throws RuntimeFailure when it
   // is missing or unreadable.
   store::Store& Store();
+  // Where a function that streams (state.event) writes as it goes.
+  [[nodiscard]] std::ostream& out() { return out_; }
+  // The function printed its own output: its return value is not rendered.
+  void SuppressResult() { result_suppressed_ = true; }
+  [[nodiscard]] bool result_suppressed() const { return result_suppressed_; }
 
  private:
   const config::MasterConfig& config_;
   const Clock& clock_;
+  std::ostream& out_;
+  bool result_suppressed_ = false;
   std::unique_ptr<store::Store> store_;
 };
 
@@ -49,6 +58,7 @@ struct FunctionSpec {
 // Registration, one per module file.
 void AddJobsFunctions(std::vector<FunctionSpec>& out);
 void AddBrineFunctions(std::vector<FunctionSpec>& out);
+void AddEventFunctions(std::vector<FunctionSpec>& out);
 
 // A value as one line of Python-style JSON, for messages.
 [[nodiscard]] std::string ToJsonForMessage(const Value& v);

@@ -1,8 +1,5 @@
-// Where brine-master's event bus lives, and making sure it is ours to take.
-//
-// ipc mode: PULL at ipc://<brine.sock_dir>/master_event_pull.ipc and PUB at
-// ipc://<brine.sock_dir>/master_event_pub.ipc (a 2014-2015 Salt master's
-// paths). tcp mode: tcp://127.0.0.1:<brine.tcp_pull_port> and <tcp_pub_port>.
+// Making sure the event bus is brine-master's to take (where it lives:
+// brine/config/bus_endpoints.h).
 #pragma once
 
 #include <filesystem>
@@ -10,17 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "brine/config/master_config.h"
+#include "brine/config/bus_endpoints.h"
 
 namespace brine::master {
-
-struct BusEndpoints {
-  std::string pull;                             // ZeroMQ endpoint producers push to
-  std::string pub;                              // ZeroMQ endpoint listeners subscribe to
-  std::vector<std::filesystem::path> ipc_paths; // socket files (ipc mode)
-};
-
-[[nodiscard]] BusEndpoints EndpointsFor(const config::MasterConfig& config);
 
 // Thrown when something else holds the bus; brine-master exits 2.
 class BusConflict : public std::runtime_error {

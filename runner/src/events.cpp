@@ -1,0 +1,131 @@
+// Watching and firing bus events: state.event and event.send.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <zmq.hpp>
+
+#include "brine/config/bus_endpoints.h"
+#include "brine/core/glob.h"
+#include "brine/core/jid.h"
+#include "brine/core/json.h"
+#include "brine/wire/codec.h"
+#include "functions.h"
+#include "proc_file.h"
+
+namespace brine::runner {
+namespace {
+
+const Value kNone;
+
+std::string CurrentUser() {
+  const char* user = std::getenv("SUDO_USER");
+  if (user == nullptr) user = std::getenv("USER");
+  return user != nullptr ? user : "root";
+}
+
+Value StateEvent(Context& ctx, const std::vector<Value>& a) {
+  const std::string tagmatch = a[0].is_null() ? "*" : StringArg(a[0], "tagmatch");
+  std::int64_t count = IntArg(a[1], "count");
+  const bool quiet = a[2].Truthy();
+  const auto sock_dir = OptionalStringArg(a[3], "sock_dir");
+  const bool pretty = a[4].Truthy();
+  if (StringArg(a[5], "node") != "master") {
+    throw UsageError("node must be 'master': brine-run watches the master's bus only");
+  }
+  const auto endpoints = config::EndpointsFor(ctx.config(), sock_dir.value_or(""));
+
+  // Listed by jobs.master while it runs, as Salt lists its runners.
+  JidGenerator jids(ctx.clock(), JidUniqueness::kPlain, static_cast<long>(::getpid()));
+  const std::string jid = jids.Next();
+  ValueList fun_args{Value(tagmatch)};
+  ProcFile proc(ctx.config().cachedir, jid,
+                Value::Map({{"fun", "runner.state.event"}, {"jid", jid}, {"user", CurrentUser()},
+                            {"fun_args", Value(fun_args)}, {"_stamp", FormatStamp(ctx.clock().Now())}}));
+
+  zmq::context_t zctx(1);
+  zmq::socket_t sub(zctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.set(zmq::sockopt::linger, 0);
+  // ZeroMQ reconnects by itself when the master restarts.
+  sub.set(zmq::sockopt::reconnect_ivl, 100);
+  sub.connect(endpoints.pub);
+  const JsonStyle style = pretty ? JsonStyle{.indent = 4, .spaced = true, .sort_keys = true, .python_nonfinite = true}
+                                 : JsonStyle::Python(-1);
+  std::ostream& out = ctx.out();
+  while (count != 0) {
+    zmq::message_t msg;
+    if (!sub.recv(msg, zmq::recv_flags::none)) continue;
+    auto decoded = wire::DecodeFrame(std::string_view(static_cast<const char*>(msg.data()), msg.size()));
+    auto* event = std::get_if<wire::DecodedEvent>(&decoded);
+    if (event == nullptr || !FnMatch(tagmatch, event->tag)) continue;
+    if (!quiet) {
+      out << event->tag << '\t' << ToJson(event->data, style) << '\n';
+      out.flush();
+    }
+    if (count > 0) --count;
+  }
+  ctx.SuppressResult();
+  return Value();
+}
+
+Value EventSend(Context& ctx, const std::vector<Value>& a) {
+  const std::string tag = StringArg(a[0], "tag");
+  Value data = a[1].is_null() ? Value::EmptyMap() : a[1];
+  if (!data.is_map()) throw UsageError("Dict object expected, not '" + ToJsonForMessage(data) + "'.");
+  if (tag.empty()) throw UsageError("Empty tag.");
+  data.Set("_stamp", FormatStamp(ctx.clock().Now()));
+  std::string frame;
+  try {
+    frame = wire::EncodeFrame(tag, data, wire::Framing::kNew);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const auto endpoints = config::EndpointsFor(ctx.config());
+  zmq::context_t zctx(1);
+  zmq::socket_t push(zctx, zmq::socket_type::push);
+  // Queue only for a connected peer, so a missing master is noticed.
+  push.set(zmq::sockopt::immediate, 1);
+  push.set(zmq::sockopt::sndtimeo, static_cast<int>(ctx.config().brine.send_timeout_ms));
+  push.set(zmq::sockopt::linger, static_cast<int>(ctx.config().brine.send_timeout_ms));
+  push.connect(endpoints.pull);
+  if (!push.send(zmq::buffer(frame), zmq::send_flags::none)) {
+    throw RuntimeFailure("brine-master is not reachable at " + endpoints.pull + " (no reply within " +
+                         std::to_string(ctx.config().brine.send_timeout_ms) + " ms); the event was not sent");
+  }
+  push.close();
+  return true;
+}
+
+}  // namespace
+
+void AddEventFunctions(std::vector<FunctionSpec>& fns) {
+  fns.push_back({
+      "state.event",
+      {{"tagmatch", "*"}, {"count", -1}, {"quiet", false}, {"sock_dir", kNone}, {"pretty", false},
+       {"node", "master"}},
+      "Watch the master's event bus and print each event whose tag matches the tagmatch glob, one line\n"
+      "each: the tag, a tab, and the data as JSON; pretty=True indents the JSON by 4 with sorted keys.\n"
+      "Stops after count matching events (-1: never); quiet=True prints nothing and only waits.\n"
+      "sock_dir overrides brine.sock_dir. Each event is flushed as it comes, so the output can be\n"
+      "piped; the watch survives a restart of brine-master.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run state.event 'salt/job/*/ret/*' count=10\n"
+      "    brine-run state.event 'salt/minion/web1/start' count=1 quiet=True",
+      StateEvent,
+  });
+  fns.push_back({
+      "event.send",
+      {{"tag", std::nullopt}, {"data", kNone}},
+      "Fire one event on the master's bus, with `_stamp` added as Salt adds it. Prints True once\n"
+      "brine-master took it; fails (exit 1) when no brine-master answers within brine.send_timeout_ms.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run event.send my/custom/event '{\"foo\": \"bar\"}'",
+      EventSend,
+  });
+}
+
+}  // namespace brine::runner
