@@ -57,6 +57,20 @@ void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const st
   store.Quarantine(frame.bytes, reason, frame.received);
   ++counts.received;
   ++counts.quarantined;
+  // Once per burst: a frame is logged when none was for kQuarantineLogInterval;
+  // the line counts the frames since the previous line (the `quarantined`
+  // counter has the exact total).
+  ++quarantined_since_log_;
+  const auto now = std::chrono::steady_clock::now();
+  if (last_quarantine_log_ == std::chrono::steady_clock::time_point{} ||
+      now - last_quarantine_log_ >= kQuarantineLogInterval) {
+    log_.Log(LogLevel::kWarning,
+             "quarantined " + std::to_string(quarantined_since_log_) + " undecodable frame" +
+                 (quarantined_since_log_ == 1 ? "" : "s") + "; the latest: " + reason + " (" +
+                 std::to_string(frame.bytes.size()) + " bytes; kept in the quarantine table)");
+    last_quarantine_log_ = now;
+    quarantined_since_log_ = 0;
+  }
 }
 
 void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts) {
@@ -121,20 +135,20 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
     case wire::TagInfo::Kind::kRunReturn:
       if (options_.runner_returns && options_.job_cache) {
         // Salt's store_job for a runner: the load names the master as target and
-        // the whole runner data is the return of one pseudo-minion, the master id.
-        // The load keeps no copy of the return (the ret row has it).
+        // carries the whole runner data as its return; the result is filed under
+        // one pseudo-minion, the master id. (Runner results are small, so this
+        // one copy in the load is kept for Salt's shape.)
         Value load = Value::EmptyMap();
         load.Set("id", options_.master_id);
         load.Set("tgt", options_.master_id);
         load.Set("jid", tag.jid);
+        load.Set("return", data);
         load.Set("arg", Value::EmptyList());
         load.Set("tgt_type", "glob");
         if (const Value* fun = data.Find("fun")) load.Set("fun", *fun);
         if (const Value* user = data.Find("user")) load.Set("user", *user);
         store.SaveLoad(tag.jid, load, std::nullopt);
-        Value ret = load;
-        ret.Set("return", data);
-        outcome = store.Returner(ret);
+        outcome = store.Returner(load);
       }
       break;
     default:

@@ -45,7 +45,10 @@ std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& pa
   std::unique_ptr<SQLite::Database> db;
   const std::string where = "opening " + path.string();
   try {
-    const int flags = read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+    // NOMUTEX: a Store is one connection used by one thread (store.h), so
+    // SQLite's per-call connection mutex is pure overhead on the write path.
+    const int flags = (read_only ? SQLite::OPEN_READONLY : (SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE)) |
+                      SQLite::OPEN_NOMUTEX;
     db = std::make_unique<SQLite::Database>(path.string(), flags,
                                             static_cast<int>(options.busy_timeout.count()));
     // A file that is not a database only shows it on the first read.

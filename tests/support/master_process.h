@@ -16,8 +16,9 @@ namespace brine::test {
 
 class MasterProcess {
  public:
-  // Writes <dir>/conf/master with these defaults, overridden or extended by
-  // `extra_config` (YAML lines appended last): id test_master, cachedir
+  // Writes <dir>/conf/master with these keys, extended by `extra_config`
+  // (YAML lines appended; a key given twice is a YAML error, so override a
+  // default from a master.d/*.conf file instead): id test_master, cachedir
   // <dir>/cache, brine.sock_dir <dir>/sock, brine.log_file <dir>/log/brine-master,
   // brine.log_level debug, loop_interval 3600.
   explicit MasterProcess(const std::string& extra_config = "");

@@ -15,6 +15,7 @@
 // With job_cache false, loads and minions are stored and returns are not.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -64,8 +65,12 @@ class Archiver {
   [[nodiscard]] bool PassesFilters(const std::string& tag) const;
 
  private:
+  static constexpr std::chrono::seconds kQuarantineLogInterval{10};
+
   ArchiverOptions options_;
   Logger& log_;
+  std::int64_t quarantined_since_log_ = 0;
+  std::chrono::steady_clock::time_point last_quarantine_log_{};
 };
 
 }  // namespace brine::master

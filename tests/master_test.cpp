@@ -1,0 +1,1004 @@
+// brine-master end to end: the real binary on a temp config folder, real
+// ZeroMQ sockets, a real store file.
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+#include <zmq.hpp>
+
+#include "brine/core/jid.h"
+#include "brine/core/json.h"
+#include "brine/core/time.h"
+#include "brine/store/store.h"
+#include "brine/wire/codec.h"
+#include "support/master_process.h"
+#include "support/process.h"
+
+using brine::ParseJson;
+using brine::ToJson;
+using brine::Value;
+using brine::ValueList;
+using brine::test::MasterProcess;
+using brine::test::PushFrames;
+using brine::test::Sql;
+
+namespace {
+
+struct FixtureEvent {
+  std::string tag;
+  Value data;
+};
+
+std::vector<FixtureEvent> Fixture2014() {
+  std::ifstream in(std::string(BRINE_SHARED_DIR) + "/fixtures/salt-2014-master-events.jsonl");
+  std::vector<FixtureEvent> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    Value v = ParseJson(line);
+    out.push_back({*v.FindString("tag"), *v.Find("data")});
+  }
+  return out;
+}
+
+// Salt 2014 packed tags of at most 20 bytes the old way, longer ones new style.
+std::vector<std::string> Frames2014(const std::vector<FixtureEvent>& events) {
+  std::vector<std::string> frames;
+  for (const auto& e : events)
+    frames.push_back(brine::wire::EncodeFrame(e.tag, e.data, brine::wire::Framing::kOld));
+  return frames;
+}
+
+std::string Counter(const MasterProcess& m, const std::string& name) {
+  return Sql(m.database(), "SELECT value FROM brine_counters WHERE name = '" + name + "'");
+}
+
+std::int64_t CounterInt(const MasterProcess& m, const std::string& name) {
+  const std::string v = Counter(m, name);
+  return v.empty() ? -1 : std::stoll(v);
+}
+
+// Polls `done` every 20 ms until it holds; false when `timeout` passes first.
+bool WaitUntil(const std::function<bool()>& done,
+               std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+// Waits until the master has committed `n` received frames (the counters
+// commit with the data they count).
+bool WaitReceived(const MasterProcess& m, std::int64_t n) {
+  return WaitUntil([&] { return CounterInt(m, "received") >= n; });
+}
+
+std::string Hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xF];
+  }
+  return out;
+}
+
+std::size_t CountOf(const std::string& haystack, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + 1))
+    ++n;
+  return n;
+}
+
+brine::Micros Now() { return brine::SystemClock().Now(); }
+std::string JidAt(brine::Micros t) { return brine::FormatJid(t); }
+std::string StampAt(brine::Micros t) { return brine::FormatStamp(t); }
+
+std::string NewFrame(const std::string& tag, const Value& data) {
+  return brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
+}
+
+// A minion's return load as a 2016+ minion fires it under salt/job/<jid>/ret/<id>.
+Value ReturnLoad(const std::string& jid, const std::string& minion, const std::string& fun,
+                 Value ret, const std::string& stamp, Value fun_args = Value::EmptyList()) {
+  return Value::Map({{"cmd", "_return"},
+                     {"id", minion},
+                     {"success", true},
+                     {"return", std::move(ret)},
+                     {"retcode", 0},
+                     {"jid", jid},
+                     {"fun", fun},
+                     {"fun_args", std::move(fun_args)},
+                     {"_stamp", stamp}});
+}
+
+Value PublishLoad(const std::string& jid, const std::string& fun,
+                  const std::vector<std::string>& minions, const std::string& stamp) {
+  ValueList ms;
+  for (const auto& m : minions) ms.emplace_back(m);
+  return Value::Map({{"jid", jid},
+                     {"tgt", "*"},
+                     {"tgt_type", "glob"},
+                     {"user", "root"},
+                     {"fun", fun},
+                     {"arg", Value::EmptyList()},
+                     {"minions", Value(std::move(ms))},
+                     {"_stamp", stamp}});
+}
+
+// --- msgpack by hand, for what brine::Value cannot say (bin, ext) -------------
+
+std::string MpStr(std::string_view s) {
+  std::string out;
+  if (s.size() < 32) {
+    out += static_cast<char>(0xa0 | s.size());
+  } else {
+    out += '\xd9';
+    out += static_cast<char>(s.size());
+  }
+  out += s;
+  return out;
+}
+
+std::string MpMap(std::size_t entries) { return std::string(1, static_cast<char>(0x80 | entries)); }
+
+std::string MpBin(std::string_view bytes) {
+  std::string out = "\xc4";
+  out += static_cast<char>(bytes.size());
+  out += bytes;
+  return out;
+}
+
+// ext 8: 0xc7, length, type, payload.
+std::string MpExt8(std::int8_t type, std::string_view payload) {
+  std::string out = "\xc7";
+  out += static_cast<char>(payload.size());
+  out += static_cast<char>(type);
+  out += payload;
+  return out;
+}
+
+// fixext 4: 0xd6, type, 4 bytes.
+std::string MpFixExt4(std::int8_t type, std::string_view payload4) {
+  std::string out = "\xd6";
+  out += static_cast<char>(type);
+  out += payload4;
+  return out;
+}
+
+// A plain AF_UNIX stream socket bound at `path` (listening or not).
+int BindUnix(const std::filesystem::path& path, bool listen_on_it) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string p = path.string();
+  REQUIRE(p.size() < sizeof(addr.sun_path));
+  std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+  REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+  if (listen_on_it) REQUIRE(::listen(fd, 8) == 0);
+  return fd;
+}
+
+bool Connectable(const std::filesystem::path& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  const std::string p = path.string();
+  std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  ::close(fd);
+  return ok;
+}
+
+mode_t ModeOf(const std::filesystem::path& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+// A small tmpfs mounted for one test and unmounted (lazily, so a failed test
+// cannot leave it behind) when the guard goes away.
+class TmpfsMount {
+ public:
+  TmpfsMount(std::filesystem::path where, const std::string& size) : path_(std::move(where)) {
+    std::filesystem::create_directories(path_);
+    const std::string opts = "size=" + size + ",mode=0700";
+    if (::mount("tmpfs", path_.c_str(), "tmpfs", 0, opts.c_str()) == 0) {
+      mounted_ = true;
+    } else {
+      why_ = std::string("mount -t tmpfs failed: ") + std::strerror(errno);
+    }
+  }
+  ~TmpfsMount() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  TmpfsMount(const TmpfsMount&) = delete;
+  TmpfsMount& operator=(const TmpfsMount&) = delete;
+
+  [[nodiscard]] bool mounted() const { return mounted_; }
+  [[nodiscard]] const std::string& why() const { return why_; }
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  bool mounted_ = false;
+  std::string why_;
+};
+
+}  // namespace
+
+TEST_CASE("master: the 2014 fixture gives 3 jobs, 3 returns and 15 archived events",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const auto events = Fixture2014();
+  REQUIRE(events.size() == 15);
+  PushFrames(m.pull_endpoint(), Frames2014(events));
+  REQUIRE(m.Stop() == 0);
+
+  REQUIRE(Sql(m.database(), "SELECT jid, fun, load_source FROM jids ORDER BY jid") ==
+          "20140417135823133764|test.ping|publish\n"
+          "20140417141834578593|cmd.run|publish\n"
+          "20140417141839587706|saltutil.find_job|publish\n");
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "3\n");
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_events") == "15\n");
+  REQUIRE(Sql(m.database(), "SELECT jid, minion FROM jid_minions ORDER BY jid") ==
+          "20140417135823133764|salt-minion-01.example.com\n"
+          "20140417141834578593|salt-minion-01.example.com\n"
+          "20140417141839587706|salt-minion-01.example.com\n");
+  // Every archived event reads back exactly as sent, in arrival order.
+  const std::string archived = Sql(m.database(), "SELECT tag, data FROM salt_events ORDER BY id");
+  std::string expected;
+  for (const auto& e : events) expected += e.tag + "|" + ToJson(e.data) + "\n";
+  REQUIRE(archived == expected);
+  // The load is the publish data without _stamp and minions.
+  REQUIRE(
+      Sql(m.database(), "SELECT load FROM jids WHERE jid = '20140417141834578593'") ==
+      R"({"tgt_type":"glob","jid":"20140417141834578593","tgt":"*","user":"sudo_vagrant","arg":["sleep 6; echo hello world"],"fun":"cmd.run"})"
+      "\n");
+  // Each return's payload is stored once although 2014 fired it twice.
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM event WHERE data IS NULL") == "6\n");
+  REQUIRE(Counter(m, "received") == "15\n");
+  REQUIRE(Counter(m, "stored") == "15\n");
+  REQUIRE(Counter(m, "duplicates") == "0\n");
+  REQUIRE(Counter(m, "returns") == "3\n");
+}
+
+TEST_CASE("master: a subscriber on PUB receives every frame byte for byte, in order",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  zmq::context_t ctx(1);
+  zmq::socket_t sub(ctx, zmq::socket_type::sub);
+  sub.set(zmq::sockopt::subscribe, "");
+  sub.set(zmq::sockopt::rcvtimeo, 5000);
+  sub.connect(m.pub_endpoint());
+  // A PUB socket drops what it sends before the subscription arrives: probe until one gets through.
+  bool joined = false;
+  for (int i = 0; i < 200 && !joined; ++i) {
+    PushFrames(m.pull_endpoint(),
+               {brine::wire::EncodeFrame("probe", Value::EmptyMap(), brine::wire::Framing::kNew)});
+    zmq::message_t msg;
+    sub.set(zmq::sockopt::rcvtimeo, 50);
+    joined = sub.recv(msg, zmq::recv_flags::none).has_value();
+  }
+  REQUIRE(joined);
+  // Drain stray probes.
+  zmq::message_t stray;
+  while (sub.recv(stray, zmq::recv_flags::none)) {
+  }
+  sub.set(zmq::sockopt::rcvtimeo, 5000);
+  auto frames = Frames2014(Fixture2014());
+  frames.push_back(std::string("not a salt frame at all"));
+  PushFrames(m.pull_endpoint(), frames);
+  for (const auto& f : frames) {
+    zmq::message_t msg;
+    REQUIRE(sub.recv(msg, zmq::recv_flags::none));
+    REQUIRE(msg.to_string() == f);
+  }
+  REQUIRE(m.Stop() == 0);
+}
+
+// --- framings, runners, the job cache ------------------------------------------
+
+TEST_CASE("master: old and new framings with tags of 19, 20 and 21 bytes all decode to their tags",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string t19 = "frame/tag/nineteen1";
+  const std::string t20 = "frame/tag/twenty-20b";
+  const std::string t21 = "frame/tag/twentyone21";
+  REQUIRE(t19.size() == 19);
+  REQUIRE(t20.size() == 20);
+  REQUIRE(t21.size() == 21);
+  using brine::wire::Framing;
+  std::vector<std::string> frames;
+  std::string expected;
+  for (const auto& [framing, name] :
+       {std::pair{Framing::kOld, "old"}, std::pair{Framing::kNew, "new"}}) {
+    for (const std::string* tag : {&t19, &t20, &t21}) {
+      const Value data = Value::Map({{"framing", name}, {"len", static_cast<int>(tag->size())}});
+      frames.push_back(brine::wire::EncodeFrame(*tag, data, framing));
+      expected += *tag + "|" + ToJson(data) + "\n";
+    }
+  }
+  // The frames really are the shapes under test.
+  REQUIRE(frames[0].substr(0, 20) == t19 + "|");               // old, padded
+  REQUIRE(frames[1].substr(0, 20) == t20);                     // old, exactly 20
+  REQUIRE(static_cast<unsigned char>(frames[1][20]) == 0x82);  // ...then the map
+  REQUIRE(frames[2].substr(0, 23) == t21 + "\n\n");            // old era, long tag: new style
+  REQUIRE(frames[3].substr(0, 21) == t19 + "\n\n");
+  REQUIRE(frames[4].substr(0, 22) == t20 + "\n\n");
+  REQUIRE(frames[5].substr(0, 23) == t21 + "\n\n");
+  // A new-style short tag whose byte 20 is >= 0x80 (every salt/auth event):
+  // Salt's old byte-20 test would misread it as old style.
+  const Value auth =
+      Value::Map({{"abcdefg", "x"}, {"act", "accept"}, {"id", "m1"}, {"result", true}});
+  frames.push_back(NewFrame("salt/auth", auth));
+  REQUIRE(static_cast<unsigned char>(frames.back()[20]) >= 0x80);
+  expected += "salt/auth|" + ToJson(auth) + "\n";
+
+  PushFrames(m.pull_endpoint(), frames);
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT tag, data FROM salt_events ORDER BY id") == expected);
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM quarantine") == "0\n");
+}
+
+TEST_CASE("master: a runner's salt/run ret is stored as Salt's store_job stores it",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string jid = JidAt(Now());
+  const std::string only_new = JidAt(Now() + std::chrono::seconds(1));
+  const Value args = Value::List({"a", Value::Map({{"k", "v"}})});
+  const Value started = Value::Map({{"fun", "runner.test.arg"},
+                                    {"jid", jid},
+                                    {"user", "root"},
+                                    {"fun_args", args},
+                                    {"_stamp", StampAt(Now())}});
+  const Value ret = Value::Map(
+      {{"fun", "runner.test.arg"},
+       {"jid", jid},
+       {"user", "root"},
+       {"fun_args", args},
+       {"return", Value::Map({{"args", Value::List({"a"})}, {"kwargs", Value::Map({{"k", "v"}})}})},
+       {"success", true},
+       {"_stamp", StampAt(Now())}});
+  Value lonely = started;
+  lonely.Set("jid", only_new);
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/run/" + jid + "/new", started),
+                                 NewFrame("salt/run/" + jid + "/ret", ret),
+                                 NewFrame("salt/run/" + only_new + "/new", lonely)});
+  REQUIRE(m.Stop() == 0);
+
+  // One job: the runner's, named as the runner named it (never runner.runner.*),
+  // targeting the master itself; salt/run/<jid>/new alone makes no job.
+  REQUIRE(Sql(m.database(), "SELECT jid, fun, load_source FROM jids") ==
+          jid + "|runner.test.arg|publish\n");
+  REQUIRE(Sql(m.database(),
+              "SELECT load ->> '$.id', load ->> '$.tgt', load ->> '$.tgt_type', load ->> '$.user', "
+              "load -> '$.arg'"
+              " FROM jids") == "test_master|test_master|glob|root|[]\n");
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM jid_minions") == "0\n");
+  // One result, under the master id, whose return is the whole ret data.
+  REQUIRE(Sql(m.database(), "SELECT jid, id, fun FROM salt_returns") ==
+          jid + "|test_master|runner.test.arg\n");
+  REQUIRE(Sql(m.database(), "SELECT \"return\" FROM salt_returns") == ToJson(ret) + "\n");
+  REQUIRE(Sql(m.database(), "SELECT tag FROM salt_events ORDER BY id") ==
+          "salt/run/" + jid + "/new\nsalt/run/" + jid + "/ret\nsalt/run/" + only_new + "/new\n");
+  REQUIRE(Sql(m.database(), "SELECT data FROM salt_events WHERE tag = 'salt/run/" + jid +
+                                "/ret'") == ToJson(ret) + "\n");
+}
+
+TEST_CASE("master: a runner job's load carries the ret data as Salt's store_job saves it",
+          "[master][e2e]") {
+  // Issue 3: load {"id", "tgt", "jid", "return": <the ret data>, "arg": [], "tgt_type", "fun",
+  // "user"}.
+  MasterProcess m;
+  m.Start();
+  const std::string jid = JidAt(Now());
+  const Value ret = Value::Map({{"fun", "runner.test.arg"},
+                                {"jid", jid},
+                                {"user", "root"},
+                                {"fun_args", Value::List({"a"})},
+                                {"return", Value::Map({{"args", Value::List({"a"})}})},
+                                {"success", true},
+                                {"_stamp", StampAt(Now())}});
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/run/" + jid + "/ret", ret)});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT load -> '$.return' FROM jids") == ToJson(ret) + "\n");
+}
+
+TEST_CASE("master: with runner_returns False a runner job is archived but not stored as a job",
+          "[master][e2e]") {
+  MasterProcess m("runner_returns: False");
+  m.Start();
+  const std::string jid = JidAt(Now());
+  const Value ret = Value::Map({{"fun", "runner.test.arg"},
+                                {"jid", jid},
+                                {"user", "root"},
+                                {"fun_args", Value::EmptyList()},
+                                {"return", true},
+                                {"success", true},
+                                {"_stamp", StampAt(Now())}});
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/run/" + jid + "/new",
+                                          Value::Map({{"fun", "runner.test.arg"}, {"jid", jid}})),
+                                 NewFrame("salt/run/" + jid + "/ret", ret)});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM jids") == "0\n");
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "0\n");
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_events") == "2\n");
+}
+
+TEST_CASE(
+    "master: a repeated return is stored once and a different second return is a counted, logged "
+    "duplicate",
+    "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string jid = JidAt(Now());
+  const std::string tag = "salt/job/" + jid + "/ret/m1";
+  const Value first = ReturnLoad(jid, "m1", "test.echo", "hello", StampAt(Now()));
+  Value again = first;
+  again.Set("_stamp", StampAt(Now() + std::chrono::milliseconds(5)));
+  REQUIRE_FALSE(again == first);
+  PushFrames(m.pull_endpoint(), {NewFrame(tag, first), NewFrame(tag, again)});
+  REQUIRE(WaitReceived(m, 2));
+  REQUIRE(Sql(m.database(), "SELECT id, \"return\" FROM salt_returns") == "m1|\"hello\"\n");
+  REQUIRE(CounterInt(m, "returns") == 1);
+  REQUIRE(CounterInt(m, "duplicates") == 0);
+  REQUIRE(CountOf(brine::test::ReadFile(m.log_file()), "replay attack") == 0);
+
+  Value other = first;
+  other.Set("return", "a different payload");
+  other.Set("_stamp", StampAt(Now() + std::chrono::milliseconds(10)));
+  PushFrames(m.pull_endpoint(), {NewFrame(tag, other)});
+  REQUIRE(WaitReceived(m, 3));
+  REQUIRE(CounterInt(m, "duplicates") == 1);
+  REQUIRE(CounterInt(m, "returns") == 1);
+  REQUIRE(WaitUntil([&] {
+    return brine::test::ReadFile(m.log_file()).find("replay attack") != std::string::npos;
+  }));
+  REQUIRE(m.Stop() == 0);
+
+  // The first return is kept, untouched.
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "1\n");
+  REQUIRE(Sql(m.database(), "SELECT full_ret FROM salt_returns") == ToJson(first) + "\n");
+  // All three events are archived as they came, each with its own _stamp.
+  REQUIRE(Sql(m.database(), "SELECT data FROM salt_events ORDER BY id") ==
+          ToJson(first) + "\n" + ToJson(again) + "\n" + ToJson(other) + "\n");
+  REQUIRE(Counter(m, "duplicates") == "1\n");
+}
+
+TEST_CASE("master: a return before its publish makes a stub job that the publish replaces",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string jid = JidAt(Now());
+  const Value ret = ReturnLoad(jid, "m1", "test.arg", "x", StampAt(Now()), Value::List({"x"}));
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/job/" + jid + "/ret/m1", ret)});
+  REQUIRE(WaitReceived(m, 1));
+  // Salt's store_job defaults: tgt the minion, tgt_type glob, arg the fun_args.
+  REQUIRE(Sql(m.database(),
+              "SELECT fun, load_source, load ->> '$.tgt', load ->> '$.tgt_type', load -> '$.arg' "
+              "FROM jids") == "test.arg|return|m1|glob|[\"x\"]\n");
+  REQUIRE(Sql(m.database(), "SELECT minion FROM jid_minions WHERE jid = '" + jid + "'") == "m1\n");
+
+  PushFrames(m.pull_endpoint(),
+             {NewFrame("salt/job/" + jid + "/new",
+                       PublishLoad(jid, "test.arg", {"m2", "m3"}, StampAt(Now())))});
+  REQUIRE(WaitReceived(m, 2));
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT fun, load_source, load ->> '$.tgt' FROM jids") ==
+          "test.arg|publish|*\n");
+  // The publish's list replaces the stub's guess (it is not a union).
+  REQUIRE(Sql(m.database(), "SELECT minion FROM jid_minions ORDER BY minion") == "m2\nm3\n");
+  REQUIRE(Sql(m.database(), "SELECT id, \"return\" FROM salt_returns") == "m1|\"x\"\n");
+}
+
+TEST_CASE("master: bin, invalid UTF-8 and ext data inside a return are stored and read back",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string jid = JidAt(Now());
+  std::string body = MpMap(6);
+  body += MpStr("jid") + MpStr(jid);
+  body += MpStr("id") + MpStr("m1");
+  body += MpStr("fun") + MpStr("test.bin");
+  body += MpStr("return") + MpMap(4);
+  body += MpStr("bin") + MpBin("\xff\xfe");
+  body += MpStr("raw") + MpStr("\xc3(A");  // a str that is not UTF-8
+  body += MpStr("when") + MpExt8(78, "20240101T12:00:00.123456");
+  body += MpStr("other") + MpFixExt4(5, std::string("\x01\x02\x03\x04", 4));
+  body += MpStr("success") + std::string("\xc3");
+  body += MpStr("retcode") + std::string(1, '\0');
+  const std::string frame = "salt/job/" + jid + "/ret/m1\n\n" + body;
+  PushFrames(m.pull_endpoint(), {frame});
+  REQUIRE(m.Stop() == 0);
+
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM quarantine") == "0\n");
+  REQUIRE(Sql(m.database(), "SELECT id, fun, success, retcode FROM salt_returns") ==
+          "m1|test.bin|1|0\n");
+  const std::string want_return =
+      R"({"bin":"\udcff\udcfe","raw":"\udcc3(A","when":"20240101T12:00:00.123456","other":{"__ext__":5,"data":"AQIDBA=="}})";
+  REQUIRE(Sql(m.database(), "SELECT \"return\" FROM salt_returns") == want_return + "\n");
+  REQUIRE(Sql(m.database(), "SELECT full_ret FROM salt_returns") ==
+          R"({"jid":")" + jid + R"(","id":"m1","fun":"test.bin","return":)" + want_return +
+              R"(,"success":true,"retcode":0})" + "\n");
+  // Parts read back with SQLite's own JSON functions.
+  REQUIRE(Sql(m.database(),
+              "SELECT \"return\" ->> '$.when', \"return\" ->> '$.other.__ext__', "
+              "\"return\" ->> '$.other.data' FROM salt_returns") ==
+          "20240101T12:00:00.123456|5|AQIDBA==\n");
+  // And brine's own JSON reader gives back the very bytes sent.
+  const std::string stored = Sql(m.database(), "SELECT \"return\" FROM salt_returns");
+  const Value back = ParseJson(stored.substr(0, stored.size() - 1));
+  REQUIRE(*back.FindString("bin") == "\xff\xfe");
+  REQUIRE(*back.FindString("raw") == "\xc3(A");
+  // The archived event is the same payload.
+  REQUIRE(Sql(m.database(), "SELECT data = (SELECT full_ret FROM salt_returns) FROM salt_events") ==
+          "1\n");
+}
+
+// --- bad frames, filters ------------------------------------------------------------
+
+TEST_CASE(
+    "master: each kind of bad frame is quarantined with its bytes and reason, and the master keeps "
+    "serving",
+    "[master][e2e]") {
+  MasterProcess m("brine.max_frame_bytes: 4096");
+  m.Start();
+  const std::string oversize = NewFrame("salt/big", Value::Map({{"blob", std::string(5000, 'x')}}));
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"this frame has no tag terminator at all", "no tag terminator"},
+      {"\n\n" + MpMap(0), "empty tag"},
+      {"salt/trunc\n\n" + MpMap(2) + MpStr("a") + "\x01" + "\xa1", "truncated msgpack"},
+      {"salt/list\n\n\x92\x01\x02", "data is not a map (got array)"},
+      {"bad\xff\xfetag\n\n" + MpMap(0), "tag is not valid UTF-8"},
+      {oversize,
+       "frame of " + std::to_string(oversize.size()) + " bytes exceeds max_frame_bytes 4096"},
+  };
+  const std::string part1 = "salt/multi\n\n";
+  const std::string part2 = MpMap(1) + MpStr("k") + MpStr("v");
+  const Value good = Value::Map({{"ok", true}});
+  {
+    zmq::context_t ctx(1);
+    zmq::socket_t push(ctx, zmq::socket_type::push);
+    push.set(zmq::sockopt::linger, 10000);
+    push.connect(m.pull_endpoint());
+    for (const auto& [frame, reason] : bad) push.send(zmq::buffer(frame), zmq::send_flags::none);
+    push.send(zmq::buffer(part1), zmq::send_flags::sndmore);
+    push.send(zmq::buffer(part2), zmq::send_flags::none);
+    push.send(zmq::buffer(NewFrame("salt/good", good)), zmq::send_flags::none);
+  }
+  // Still serving: the good event after them is archived.
+  REQUIRE(WaitUntil([&] {
+    return Sql(m.database(), "SELECT count(*) FROM salt_events WHERE tag = 'salt/good'") == "1\n";
+  }));
+
+  std::string expected;
+  for (const auto& [frame, reason] : bad) expected += Hex(frame) + "|" + reason + "\n";
+  expected += Hex(part1 + part2) + "|multi-part message of 2 parts\n";
+  REQUIRE(Sql(m.database(), "SELECT hex(raw), reason FROM quarantine ORDER BY id") == expected);
+  REQUIRE(CounterInt(m, "received") == 8);
+  REQUIRE(CounterInt(m, "quarantined") == 7);
+  REQUIRE(CounterInt(m, "stored") == 1);
+  REQUIRE(CounterInt(m, "filtered") == 0);
+
+  // And later frames too.
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/good/again", good)});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT tag, data FROM salt_events ORDER BY id") ==
+          "salt/good|{\"ok\":true}\nsalt/good/again|{\"ok\":true}\n");
+  const auto received = CounterInt(m, "received");
+  REQUIRE(received == 9);
+  REQUIRE(received ==
+          CounterInt(m, "stored") + CounterInt(m, "filtered") + CounterInt(m, "quarantined"));
+}
+
+TEST_CASE("master: a burst of bad frames is logged", "[master][e2e]") {
+  // Issue 3: a frame that cannot be decoded is quarantined, a counter goes up,
+  // "and the log says so once per burst".
+  MasterProcess m;
+  m.Start();
+  PushFrames(m.pull_endpoint(),
+             {"no terminator in this frame, first", "no terminator in this frame, second",
+              "no terminator in this frame, third"});
+  REQUIRE(WaitReceived(m, 3));
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(CounterInt(m, "quarantined") == 3);
+  const std::string log = brine::test::ReadFile(m.log_file());
+  std::size_t warnings = 0;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("quarantin") != std::string::npos &&
+        (line.find("[WARNING]") != std::string::npos ||
+         line.find("[ERROR]") != std::string::npos)) {
+      ++warnings;
+    }
+  }
+  INFO(log);
+  REQUIRE(warnings >= 1);
+  REQUIRE(warnings < 3);
+}
+
+TEST_CASE(
+    "master: whitelist and blacklist keep events out of the archive but not returns out of the job "
+    "cache",
+    "[master][e2e]") {
+  MasterProcess m(
+      "event_return_whitelist:\n"
+      "  - salt/job/*\n"
+      "  - keep/*\n"
+      "event_return_blacklist:\n"
+      "  - salt/job/*/ret/*\n"
+      "  - keep/secret*\n");
+  m.Start();
+  const std::string jid = JidAt(Now());
+  PushFrames(
+      m.pull_endpoint(),
+      {NewFrame("salt/job/" + jid + "/new", PublishLoad(jid, "test.ping", {"m1"}, StampAt(Now()))),
+       NewFrame("salt/job/" + jid + "/ret/m1",
+                ReturnLoad(jid, "m1", "test.ping", true, StampAt(Now()))),
+       NewFrame("keep/a", Value::Map({{"n", 1}})),
+       NewFrame("keep/secret1", Value::Map({{"n", 2}})),  // whitelisted, but deny wins
+       NewFrame("other/x", Value::Map({{"n", 3}}))});     // not whitelisted
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT tag FROM salt_events ORDER BY id") ==
+          "salt/job/" + jid + "/new\nkeep/a\n");
+  REQUIRE(Sql(m.database(), "SELECT jid, id, \"return\" FROM salt_returns") == jid + "|m1|true\n");
+  REQUIRE(Sql(m.database(), "SELECT jid, fun FROM jids") == jid + "|test.ping\n");
+  REQUIRE(CounterInt(m, "received") == 5);
+  REQUIRE(CounterInt(m, "stored") == 2);
+  REQUIRE(CounterInt(m, "filtered") == 3);
+  REQUIRE(CounterInt(m, "returns") == 1);
+}
+
+// --- the bus and its files ---------------------------------------------------------
+
+TEST_CASE("master: with ipc_mode tcp the bus is on 127.0.0.1 and events arrive", "[master][e2e]") {
+  const int pull = brine::test::FreeTcpPort();
+  int pub = brine::test::FreeTcpPort();
+  while (pub == pull) pub = brine::test::FreeTcpPort();
+  MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
+                  "\nbrine.tcp_pub_port: " + std::to_string(pub));
+  m.set_tcp_ports(pull, pub);
+  REQUIRE(m.pull_endpoint() == "tcp://127.0.0.1:" + std::to_string(pull));
+  m.Start();
+  REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pull.ipc"));
+  PushFrames(m.pull_endpoint(), {NewFrame("over/tcp", Value::Map({{"n", 1}}))});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT tag, data FROM salt_events") == "over/tcp|{\"n\":1}\n");
+}
+
+TEST_CASE("master: socket files are 0600, brine.sock_dir 0700 and the store 0600",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  PushFrames(m.pull_endpoint(), {NewFrame("some/event", Value::Map({{"n", 1}}))});
+  REQUIRE(WaitReceived(m, 1));
+  CHECK(ModeOf(m.sock_dir()) == 0700);
+  CHECK(ModeOf(m.sock_dir() / "master_event_pull.ipc") == 0600);
+  CHECK(ModeOf(m.sock_dir() / "master_event_pub.ipc") == 0600);
+  CHECK(ModeOf(m.database()) == 0600);
+  for (const char* sidecar : {"-wal", "-shm"}) {
+    const std::filesystem::path p = m.database().string() + sidecar;
+    if (std::filesystem::exists(p)) CHECK(ModeOf(p) == 0600);
+  }
+  REQUIRE(m.Stop() == 0);
+}
+
+TEST_CASE(
+    "master: a second brine-master on the same config exits 2 naming the socket and brine.sock_dir",
+    "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const auto pull_path = m.sock_dir() / "master_event_pull.ipc";
+  const auto r =
+      brine::test::Run({brine::test::Binary("brine-master").string(), "-c", m.conf_dir().string()},
+                       std::chrono::seconds(20));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.err.find(pull_path.string()) != std::string::npos);
+  REQUIRE(r.err.find("brine.sock_dir") != std::string::npos);
+  // The first master still owns its bus.
+  REQUIRE(Connectable(pull_path));
+  PushFrames(m.pull_endpoint(), {NewFrame("still/first", Value::Map({{"n", 1}}))});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT tag FROM salt_events") == "still/first\n");
+}
+
+TEST_CASE("master: a live foreign listener on the pull socket path makes brine-master exit 2",
+          "[master][e2e]") {
+  MasterProcess m;
+  std::filesystem::create_directories(m.sock_dir());
+  std::filesystem::permissions(m.sock_dir(), std::filesystem::perms::owner_all);
+  const auto pull_path = m.sock_dir() / "master_event_pull.ipc";
+  const int listener = BindUnix(pull_path, true);
+  const auto r =
+      brine::test::Run({brine::test::Binary("brine-master").string(), "-c", m.conf_dir().string()},
+                       std::chrono::seconds(20));
+  const bool still_ours = Connectable(pull_path);
+  ::close(listener);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.err.find(pull_path.string()) != std::string::npos);
+  REQUIRE(r.err.find("brine.sock_dir") != std::string::npos);
+  REQUIRE(still_ours);  // brine-master did not unlink it
+}
+
+TEST_CASE("master: a stale socket file is replaced and the master starts", "[master][e2e]") {
+  MasterProcess m;
+  std::filesystem::create_directories(m.sock_dir());
+  std::filesystem::permissions(m.sock_dir(), std::filesystem::perms::owner_all);
+  const auto pull_path = m.sock_dir() / "master_event_pull.ipc";
+  {
+    const mode_t old = ::umask(0);  // the stale file is 0777: its replacement must not be
+    ::close(BindUnix(pull_path, false));
+    ::umask(old);
+  }
+  REQUIRE(std::filesystem::is_socket(pull_path));
+  REQUIRE(ModeOf(pull_path) == 0777);
+  REQUIRE_FALSE(Connectable(pull_path));
+  m.Start();
+  REQUIRE(ModeOf(pull_path) == 0600);
+  PushFrames(m.pull_endpoint(), {NewFrame("after/stale", Value::Map({{"n", 1}}))});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT tag FROM salt_events") == "after/stale\n");
+}
+
+// --- nothing lost --------------------------------------------------------------------
+
+TEST_CASE("master: SIGTERM right after a sender's last frame stores every frame sent",
+          "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  constexpr int kFrames = 20000;
+  std::vector<std::string> frames;
+  for (int i = 0; i < kFrames; ++i) {
+    frames.push_back(NewFrame("burst/" + std::to_string(i),
+                              Value::Map({{"i", i}, {"pad", std::string(200, 'p')}})));
+  }
+  {
+    zmq::context_t ctx(1);
+    zmq::socket_t push(ctx, zmq::socket_type::push);
+    push.set(zmq::sockopt::linger, 10000);
+    push.set(zmq::sockopt::sndhwm, 0);
+    push.connect(m.pull_endpoint());
+    // Make sure the pipe is up, so the frames below go out at once.
+    push.send(zmq::buffer(NewFrame("burst/first", Value::EmptyMap())), zmq::send_flags::none);
+    REQUIRE(WaitReceived(m, 1));
+    for (const auto& f : frames) push.send(zmq::buffer(f), zmq::send_flags::none);
+    // The signal goes out while most frames are still on their way: send()
+    // only queues them in this process; closing the context below flushes them.
+    m.child()->Signal(SIGTERM);
+  }
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(
+      Sql(m.database(),
+          "SELECT count(*), count(DISTINCT tag) FROM salt_events WHERE tag GLOB 'burst/[0-9]*'") ==
+      "20000|20000\n");
+  REQUIRE(CounterInt(m, "received") == kFrames + 1);
+  REQUIRE(CounterInt(m, "stored") == kFrames + 1);
+}
+
+TEST_CASE("master: many short-lived senders bursting at once lose nothing", "[master][e2e]") {
+  // A small queue, so the reader stops reading and frames pile up in ZeroMQ:
+  // each sender outruns the writer and leaves with its pipe full.
+  MasterProcess m("brine.max_queue_mb: 1");
+  m.Start();
+  constexpr int kSenders = 50;
+  constexpr int kEach = 2000;
+  std::vector<std::thread> senders;
+  for (int s = 0; s < kSenders; ++s) {
+    senders.emplace_back([&m, s] {
+      std::vector<std::string> frames;
+      for (int i = 0; i < kEach; ++i) {
+        frames.push_back(NewFrame("sender/" + std::to_string(s),
+                                  Value::Map({{"i", i}, {"pad", std::string(200, 'p')}})));
+      }
+      PushFrames(m.pull_endpoint(), frames);  // own context and socket, closed on return
+    });
+  }
+  for (auto& t : senders) t.join();
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_events") ==
+          std::to_string(kSenders * kEach) + "\n");
+  REQUIRE(Sql(m.database(),
+              "SELECT count(*) FROM (SELECT tag FROM salt_events GROUP BY tag HAVING count(*) = " +
+                  std::to_string(kEach) + ")") == std::to_string(kSenders) + "\n");
+  REQUIRE(CounterInt(m, "received") == kSenders * kEach);
+}
+
+TEST_CASE("master: a failed commit on a full file system is replayed with nothing lost",
+          "[master][e2e]") {
+  brine::test::TempDir outer;
+  TmpfsMount fs(outer / "fs", "4m");
+  if (!fs.mounted()) {
+    WARN("skipped: the commit-failure test needs a tmpfs of its own (" << fs.why() << ")");
+    SUCCEED();
+    return;
+  }
+  const auto db = fs.path() / "brine.sqlite";
+  MasterProcess m("brine.database: " + db.string());
+  m.Start();
+  int sent = 0;
+  auto push_events = [&](int n) {
+    std::vector<std::string> frames;
+    for (int i = 0; i < n; ++i, ++sent) {
+      frames.push_back(NewFrame("fill/" + std::to_string(sent),
+                                Value::Map({{"i", sent}, {"pad", std::string(400, 'p')}})));
+    }
+    PushFrames(m.pull_endpoint(), frames);
+  };
+  auto counter = [&](const std::string& name) {
+    return Sql(db, "SELECT value FROM brine_counters WHERE name = '" + name + "'");
+  };
+  push_events(100);
+  REQUIRE(WaitUntil([&] { return counter("received") == "100\n"; }));
+
+  // Fill the file system, then leave only a little room.
+  const auto filler = fs.path() / "filler";
+  {
+    std::FILE* f = std::fopen(filler.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    const std::string chunk(64 * 1024, '\0');
+    while (std::fwrite(chunk.data(), 1, chunk.size(), f) == chunk.size() && std::fflush(f) == 0) {
+    }
+    std::fclose(f);
+    const auto size = std::filesystem::file_size(filler);
+    REQUIRE(size > 128 * 1024);
+    std::filesystem::resize_file(filler, size - 64 * 1024);
+  }
+  push_events(1500);  // ~700 KB of JSON: far more than the room left
+  INFO(brine::test::ReadFile(m.log_file()));
+  REQUIRE(WaitUntil([&] {
+    return brine::test::ReadFile(m.log_file()).find("store write failed") != std::string::npos;
+  }));
+  std::filesystem::remove(filler);
+  push_events(100);  // while the writer is still backing off
+  // Stop waits for the replay: everything read is committed before exit.
+  REQUIRE(m.Stop() == 0);
+
+  REQUIRE(Sql(db, "SELECT count(*), count(DISTINCT tag) FROM salt_events") == "1700|1700\n");
+  REQUIRE(Sql(db,
+              "SELECT min(json_extract(data, '$.i')), max(json_extract(data, '$.i')) FROM "
+              "salt_events") == "0|1699\n");
+  REQUIRE(counter("received") == "1700\n");
+  REQUIRE(counter("stored") == "1700\n");
+  // The failure is logged once, not once per retry.
+  const std::string log = brine::test::ReadFile(m.log_file());
+  REQUIRE(CountOf(log, "store write failed") == 1);
+}
+
+// --- retention, config ---------------------------------------------------------------
+
+TEST_CASE("master: retention deletes what is old and nothing else", "[master][e2e]") {
+  MasterProcess m("keep_jobs_seconds: 3600\nbrine.keep_events_seconds: 3600");
+  // The master file already sets loop_interval; master.d overrides it, as in Salt.
+  std::filesystem::create_directories(m.conf_dir() / "master.d");
+  std::ofstream(m.conf_dir() / "master.d" / "retention.conf") << "loop_interval: 1\n";
+  const auto now = Now();
+  const auto two_days_ago = now - std::chrono::hours(48);
+  const auto half_hour_ago = now - std::chrono::minutes(30);
+  const std::string seeded_old = JidAt(two_days_ago);
+  const std::string seeded_recent = JidAt(half_hour_ago);
+  const std::string pushed_old = JidAt(two_days_ago + std::chrono::seconds(1));
+  const std::string pushed_new = JidAt(now);
+
+  // Seed the store as it would look after running for two days: an old job and
+  // a recent one, and events and quarantined frames that arrived then.
+  {
+    std::filesystem::create_directories(m.database().parent_path());
+    brine::FakeClock then(two_days_ago);
+    brine::store::OpenOptions opts;
+    opts.master_id = "test_master";
+    opts.clock = &then;
+    auto store = brine::store::OpenStore(m.database(), opts);
+    store->SaveLoad(seeded_old, PublishLoad(seeded_old, "test.ping", {}, StampAt(two_days_ago)),
+                    std::vector<std::string>{"m1"});
+    (void)store->Returner(ReturnLoad(seeded_old, "m1", "test.ping", true, StampAt(two_days_ago)));
+    store->Quarantine("old frame", "seeded", two_days_ago);
+    brine::store::Event old_event{
+        .tag = "seeded/old", .data = Value::Map({{"n", 1}}), .received = two_days_ago};
+    store->EventReturn(std::span<const brine::store::Event>(&old_event, 1));
+    then.Set(half_hour_ago);
+    store->SaveLoad(seeded_recent,
+                    PublishLoad(seeded_recent, "test.ping", {}, StampAt(half_hour_ago)),
+                    std::vector<std::string>{"m1"});
+    (void)store->Returner(
+        ReturnLoad(seeded_recent, "m1", "test.ping", true, StampAt(half_hour_ago)));
+    store->Quarantine("recent frame", "seeded", half_hour_ago);
+    brine::store::Event recent_event{
+        .tag = "seeded/recent", .data = Value::Map({{"n", 2}}), .received = half_hour_ago};
+    store->EventReturn(std::span<const brine::store::Event>(&recent_event, 1));
+  }
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM jids") == "2\n");
+
+  m.Start();
+  // Jobs age by jid time: these two arrive now, one with a two-day-old jid.
+  const Value old_ret = ReturnLoad(pushed_old, "m2", "test.ping", true, StampAt(now));
+  PushFrames(m.pull_endpoint(),
+             {NewFrame("salt/job/" + pushed_old + "/new",
+                       PublishLoad(pushed_old, "test.ping", {"m2"}, StampAt(now))),
+              NewFrame("salt/job/" + pushed_old + "/ret/m2", old_ret),
+              NewFrame("salt/job/" + pushed_new + "/new",
+                       PublishLoad(pushed_new, "test.ping", {"m2"}, StampAt(now))),
+              NewFrame("salt/job/" + pushed_new + "/ret/m2",
+                       ReturnLoad(pushed_new, "m2", "test.ping", true, StampAt(now))),
+              NewFrame("live/event", Value::Map({{"n", 3}}))});
+  REQUIRE(WaitReceived(m, 5));
+  // A pass after the pushes (loop_interval 1) takes the pushed old job too.
+  REQUIRE(WaitUntil([&] {
+    return Sql(m.database(), "SELECT count(*) FROM job WHERE jid IN ('" + seeded_old + "', '" +
+                                 pushed_old + "')") == "0\n";
+  }));
+  REQUIRE(m.Stop() == 0);
+
+  // Old jobs gone with their loads, expected minions and returns.
+  REQUIRE(Sql(m.database(), "SELECT jid FROM jids ORDER BY jid") ==
+          seeded_recent + "\n" + pushed_new + "\n");
+  REQUIRE(Sql(m.database(), "SELECT jid, id FROM salt_returns ORDER BY jid") ==
+          seeded_recent + "|m1\n" + pushed_new + "|m2\n");
+  REQUIRE(Sql(m.database(), "SELECT jid, minion FROM jid_minions ORDER BY jid") ==
+          seeded_recent + "|m1\n" + pushed_new + "|m2\n");
+  // Events and quarantined frames age by arrival: only the two-day-old ones go.
+  REQUIRE(Sql(m.database(), "SELECT raw FROM quarantine") == "recent frame\n");
+  REQUIRE(Sql(m.database(), "SELECT tag FROM salt_events ORDER BY id") ==
+          "seeded/recent\n"
+          "salt/job/" +
+              pushed_old +
+              "/new\n"
+              "salt/job/" +
+              pushed_old +
+              "/ret/m2\n"
+              "salt/job/" +
+              pushed_new +
+              "/new\n"
+              "salt/job/" +
+              pushed_new +
+              "/ret/m2\n"
+              "live/event\n");
+  // The events of the deleted job keep their payload.
+  REQUIRE(Sql(m.database(), "SELECT data FROM salt_events WHERE tag = 'salt/job/" + pushed_old +
+                                "/ret/m2'") == ToJson(old_ret) + "\n");
+}
+
+TEST_CASE("master: a bad config value stops it at start with exit 2 naming the file and the key",
+          "[master][e2e]") {
+  MasterProcess m("brine.batch_max_events: lots");
+  const auto r =
+      brine::test::Run({brine::test::Binary("brine-master").string(), "-c", m.conf_dir().string()},
+                       std::chrono::seconds(20));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.err.find("brine.batch_max_events") != std::string::npos);
+  REQUIRE(r.err.find((m.conf_dir() / "master").string()) != std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pull.ipc"));
+}
+
+TEST_CASE("master: a YAML syntax error stops it at start with exit 2 naming the file",
+          "[master][e2e]") {
+  MasterProcess m("broken: [unclosed");
+  const auto r =
+      brine::test::Run({brine::test::Binary("brine-master").string(), "-c", m.conf_dir().string()},
+                       std::chrono::seconds(20));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 2);
+  REQUIRE(r.err.find((m.conf_dir() / "master").string()) != std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pull.ipc"));
+}
