@@ -143,9 +143,16 @@ std::string LeftPad(const std::string& s, long width) {
 // --- textwrap.TextWrapper(width=80, initial_indent=' '*14, subsequent_indent=' '*14).fill
 
 bool IsWrapSpace(char32_t c) { return c == '\t' || c == '\n' || c == 0x0B || c == 0x0C || c == '\r' || c == ' '; }
-// textwrap's `letter` class [^\d\W]: approximated as ASCII letters, `_` and
-// any non-ASCII character.
-bool IsLetter(char32_t c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80; }
+// textwrap's character classes: \w, its `letter` [^\d\W] and its
+// `word_punct` [\w!"'&.,?]. Non-ASCII characters count as letters (Python
+// asks the Unicode database; symbols such as emoji are not \w there).
+bool IsWordChar(char32_t c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c >= 0x80;
+}
+bool IsLetter(char32_t c) { return IsWordChar(c) && !(c >= '0' && c <= '9'); }
+bool IsWordPunct(char32_t c) {
+  return IsWordChar(c) || c == '!' || c == '"' || c == '\'' || c == '&' || c == '.' || c == ',' || c == '?';
+}
 
 std::u32string ExpandTabs(std::u32string_view text) {
   std::u32string out;
@@ -163,34 +170,43 @@ std::u32string ExpandTabs(std::u32string_view text) {
   return out;
 }
 
-// textwrap's wordsep_re split: whitespace runs, and words split after a hyphen
-// between letters (`long-winded` -> `long-`, `winded`).
+// textwrap's wordsep_re split, alternative by alternative: a whitespace run;
+// an em-dash (`--`) after word punctuation and before a word character; or
+// the shortest word that ends at a hyphen between letters (`long-` of
+// `long-winded`), before whitespace or the end, or before an em-dash.
 std::vector<std::u32string> WrapChunks(const std::u32string& text) {
+  const std::size_t n = text.size();
+  auto at = [&](std::size_t i) { return i < n ? text[i] : U'\0'; };
+  // -{2,}(?=\w) at i: the end of the dashes, or 0 when there is none.
+  auto em_dash_end = [&](std::size_t i) -> std::size_t {
+    std::size_t j = i;
+    while (j < n && text[j] == '-') ++j;
+    return j - i >= 2 && j < n && IsWordChar(text[j]) ? j : 0;
+  };
   std::vector<std::u32string> chunks;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const std::size_t start = i;
-    if (IsWrapSpace(text[i])) {
-      while (i < text.size() && IsWrapSpace(text[i])) ++i;
-      chunks.push_back(text.substr(start, i - start));
-      continue;
-    }
-    while (i < text.size() && !IsWrapSpace(text[i])) ++i;
-    const std::u32string word = text.substr(start, i - start);
-    std::size_t from = 0;
-    for (std::size_t k = 1; k + 1 < word.size(); ++k) {
-      if (word[k] != '-' || k <= from) continue;
-      const bool behind = (k >= 2 && IsLetter(word[k - 1]) && IsLetter(word[k - 2]) && k - 2 >= from) ||
-                          (k >= 3 && IsLetter(word[k - 1]) && word[k - 2] == '-' && IsLetter(word[k - 3]));
-      const bool ahead = IsLetter(word[k + 1]) &&
-                         ((k + 2 < word.size() && IsLetter(word[k + 2])) ||
-                          (k + 3 < word.size() && word[k + 2] == '-' && IsLetter(word[k + 3])));
-      if (behind && ahead) {
-        chunks.push_back(word.substr(from, k + 1 - from));
-        from = k + 1;
+  std::size_t pos = 0;
+  while (pos < n) {
+    std::size_t end = pos;
+    if (IsWrapSpace(text[pos])) {
+      while (end < n && IsWrapSpace(text[end])) ++end;
+    } else if (pos > 0 && IsWordPunct(text[pos - 1]) && em_dash_end(pos) != 0) {
+      end = em_dash_end(pos);
+    } else {
+      for (end = pos + 1;; ++end) {
+        if (text[end - 1] == '-' && end - 1 > pos) {
+          // nws+? then `-`, with (?<=lt{2}-) or (?<=lt-lt-), and (?=lt-?lt).
+          const std::size_t h = end - 1;
+          const bool behind = (h >= 2 && IsLetter(text[h - 1]) && IsLetter(text[h - 2])) ||
+                              (h >= 3 && IsLetter(text[h - 1]) && text[h - 2] == '-' && IsLetter(text[h - 3]));
+          const bool ahead = IsLetter(at(end)) && (IsLetter(at(end + 1)) || (at(end + 1) == '-' && IsLetter(at(end + 2))));
+          if (behind && ahead) break;
+        }
+        if (end == n || IsWrapSpace(text[end])) break;
+        if (IsWordPunct(text[end - 1]) && em_dash_end(end) != 0) break;
       }
     }
-    chunks.push_back(word.substr(from));
+    chunks.push_back(text.substr(pos, end - pos));
+    pos = end;
   }
   return chunks;
 }
