@@ -183,12 +183,16 @@ Value MakeInt(bool negative, const Magnitude& m, std::string_view decimal_digits
     if (m.exact < kMinMagnitude) return Value(-static_cast<std::int64_t>(m.exact));
     if (m.exact == kMinMagnitude) return Value(std::numeric_limits<std::int64_t>::min());
   }
-  // Too big for Value's integers: a float, like ParseJson. A decimal string is
-  // converted directly so the float is the nearest one.
-  double d = static_cast<double>(m.approx);
+  // Too big for Value's integers. Python keeps such an int exact; the nearest
+  // thing here is its decimal text (a 20-digit jid must keep every digit), so
+  // a decimal integer becomes the string of its digits. Other bases, which
+  // carry no decimal digits to keep, become the nearest float.
   if (!decimal_digits.empty()) {
-    std::from_chars(decimal_digits.data(), decimal_digits.data() + decimal_digits.size(), d);
+    std::string text(decimal_digits);
+    if (negative) text.insert(text.begin(), '-');
+    return Value(std::move(text));
   }
+  const double d = static_cast<double>(m.approx);
   return Value(negative ? -d : d);
 }
 

@@ -56,14 +56,15 @@ Value YamlifyArg(std::string_view word) {
   } catch (const std::exception&) {
     return original;
   }
-  if (parsed.is_map()) return word.front() == '{' ? parsed : original;
-  if (parsed.is_list()) return word.front() == '[' ? parsed : original;
-  if (word.find('#') != std::string_view::npos && (parsed.is_string() || parsed.is_null())) return original;
-  // An integer too big for 64 bits (Python keeps it exact; Value cannot) stays
-  // its text: a 20-digit jid above 18446744073709551615 must not become a float.
-  if (parsed.is_float() && std::all_of(stripped.begin(), stripped.end(), [](char c) {
-        return (c >= '0' && c <= '9') || c == '_' || c == '+' || c == '-';
-      })) {
+  // Text with `#` (maybe a comment): Salt keeps the text when the parse is a
+  // string or null, and otherwise returns the parse as it is, before (and so
+  // without) the braces rule below: `- a #c` is the list ["a"].
+  const bool hash = word.find('#') != std::string_view::npos;
+  if (hash && (parsed.is_string() || parsed.is_null())) return original;
+  if (!hash && parsed.is_map()) return word.front() == '{' ? parsed : original;
+  if (!hash && parsed.is_list()) return word.front() == '[' ? parsed : original;
+  // YAML reads `|` as "" and `!` as "" or null; Salt keeps them.
+  if ((word == "|" || word == "!") && ((parsed.is_string() && parsed.as_string().empty()) || parsed.is_null())) {
     return original;
   }
   return parsed;

@@ -27,10 +27,12 @@ class RuntimeFailure : public std::runtime_error {
 
 // salt.utils.args.yamlify_arg: YAML-types one CLI word. Kept as the string:
 // empty or blank text, `---`/`...`, digits with underscores, text with a tab,
-// CR or LF, a dict not written with `{`, a list not written with `[`, text
-// with `#` that parses to a string or null, and anything YAML refuses.
-// `None` is null. An integer too big for 64 bits stays its text (Python
-// would keep it exact; a jid such as 20240101120000123456 must not become a float).
+// CR or LF, a dict not written with `{` or a list not written with `[` (but
+// text with `#` that parses to a dict or list is that dict or list, as in
+// Salt), text with `#` that parses to a string or null, `|` and `!`, and
+// anything YAML refuses. `None` is null. A decimal integer too big for 64 bits
+// comes back as its digits (config's YAML typing), so a jid such as
+// 20240101120000123456 keeps every digit.
 [[nodiscard]] Value YamlifyArg(std::string_view word);
 
 struct ParsedArgs {

@@ -153,13 +153,23 @@ Value Active(Context& ctx) {
   finds.jid_min = since;
   finds.function_globs = {"saltutil.find_job"};
   for (const auto& find : store.GetJids(finds)) {
+    // The jid polled is find_job's first argument; a reply names it too while
+    // the job runs, and is {} once the job no longer runs on that minion.
+    const Value* args = find.load.Find("arg");
+    const Value* polled = args != nullptr && args->is_list() && !args->as_list().empty() ? &args->as_list()[0] : nullptr;
     const Value returns = store.GetJidFull(find.jid);
     for (const auto& [minion, full] : returns.as_map()) {
       const Value* r = full.Find("return");
       if (r == nullptr || !r->is_map()) continue;
       const std::string* jid = r->FindString("jid");
-      const Value* pid = r->Find("pid");
-      if (jid != nullptr && pid != nullptr) pids[*jid][minion] = *pid;  // later finds overwrite earlier
+      if (jid == nullptr && polled != nullptr && polled->is_string()) jid = &polled->as_string();
+      if (jid == nullptr) continue;
+      // Later finds overwrite earlier ones; a reply without a pid says "not running".
+      if (const Value* pid = r->Find("pid"); pid != nullptr) {
+        pids[*jid][minion] = *pid;
+      } else if (auto it = pids.find(*jid); it != pids.end()) {
+        it->second.erase(minion);
+      }
     }
   }
   std::set<std::string> candidates;

@@ -33,8 +33,9 @@
 //   =  and  <<  as values               YamlError (PyYAML has no constructor for them)
 //   anything else                       string
 //
-// Quoted and block scalars are always strings. Integers that do not fit 64 bits
-// (signed, or unsigned above INT64_MAX) become floats, as in ParseJson.
+// Quoted and block scalars are always strings. A decimal integer that does not
+// fit 64 bits (Python would keep it exact) becomes the string of its digits, so
+// a 20-digit jid keeps every digit; a hex, octal or binary one becomes a float.
 #pragma once
 
 #include <cstddef>
