@@ -90,22 +90,113 @@ slow() {
 
 bench() {
   build
-  log "store_bench"
-  ./build/bin/store_bench "$@"
+  log "store_bench: the store API's write rate and bytes on disk"
+  ./build/bin/store_bench
+  log "ingest_bench: brine-master fed at full speed, beside a prepared-statement baseline"
+  ./build/bin/ingest_bench
+  log "queue_bench: queue insert and pop rates"
+  ./build/bin/queue_bench
+}
+
+# Shows a step; on a terminal with a spinner while it runs, else as plain lines.
+step() {
+  local what="$1"
+  shift
+  if [ -t 1 ]; then
+    "$@" >"$demo_dir/step.log" 2>&1 &
+    local pid=$! spin='|/-\' i=0
+    while kill -0 "$pid" 2>/dev/null; do
+      printf '\r  %s %s' "${spin:i++%4:1}" "$what"
+      sleep 0.1
+    done
+    wait "$pid" && local rc=0 || local rc=$?
+    printf '\r  %s %s\n' "$([ $rc -eq 0 ] && echo ok || echo FAILED)" "$what"
+    [ $rc -eq 0 ] || { cat "$demo_dir/step.log"; return $rc; }
+    cat "$demo_dir/step.log"
+  else
+    echo "  ... $what"
+    "$@"
+  fi
+}
+
+# first_lines N CMD...: the first N lines of a command's output (without the
+# SIGPIPE that `| head` would send it).
+first_lines() {
+  local n="$1"
+  shift
+  "$@" >"$demo_dir/cmd.out"
+  head -n "$n" "$demo_dir/cmd.out"
 }
 
 demo() {
   build
-  local dir="$here/demo"
-  rm -rf "$dir"
-  mkdir -p "$dir"
-  log "store smoke run: 2,000 jobs of 10 returns from 1,000 minions into $dir/brine.sqlite"
-  ./build/bin/store_bench --jobs 2000 --db "$dir/brine.sqlite"
-  log "a forensic query in the sqlite3 shell: the newest jobs and who did not return"
-  sqlite3 -header -column "$dir/brine.sqlite" \
-    "SELECT jid, fun, (SELECT count(*) FROM jid_minions AS m WHERE m.jid = j.jid) AS expected,
-            (SELECT count(*) FROM salt_returns AS r WHERE r.jid = j.jid) AS returned
-     FROM jids AS j ORDER BY jid DESC LIMIT 5;"
+  demo_dir="$here/demo"
+  local quick="${BRINE_DEMO_QUICK:-}"
+  local minions=300 jobs=400
+  if [ -n "$quick" ]; then minions=50; jobs=60; fi
+  if [ -f "$demo_dir/master.pid" ] && kill -0 "$(cat "$demo_dir/master.pid")" 2>/dev/null; then
+    kill "$(cat "$demo_dir/master.pid")" 2>/dev/null || true
+  fi
+  rm -rf "$demo_dir"
+  mkdir -p "$demo_dir/conf"
+  # Everything lives under demo/: nothing under /etc or /var.
+  cat >"$demo_dir/conf/master" <<CONF
+id: demo_master
+cachedir: $demo_dir/cache
+keep_jobs_seconds: 0
+brine.sock_dir: $demo_dir/sock
+brine.log_file: $demo_dir/log/brine-master
+brine.log_level: info
+brine.active_window_s: 86400
+CONF
+  local run="./build/bin/brine-run -c $demo_dir/conf"
+  log "starting brine-master on demo/conf (store: demo/cache/brine.sqlite)"
+  ./build/bin/brine-master -c "$demo_dir/conf" >"$demo_dir/master.out" 2>&1 &
+  echo $! >"$demo_dir/master.pid"
+  trap 'kill "$(cat "$demo_dir/master.pid")" 2>/dev/null || true' EXIT
+  for _ in $(seq 100); do
+    grep -q "started:" "$demo_dir/log/brine-master" 2>/dev/null && break
+    sleep 0.1
+  done
+  log "a simulated fleet of $minions minions runs $jobs jobs (test.ping, cmd.run, grains.items, state.apply)"
+  step "brine-sim pushing Salt's events onto the bus" \
+    ./build/bin/brine-sim -c "$demo_dir/conf" --minions "$minions" --jobs "$jobs" --seed 42 --rate 20000 \
+      --missing-rate 0.02 --fail-rate 0.03 --clock now
+  # The writer commits within brine.flush_interval_ms; wait until the counters show every frame.
+  sleep 0.5
+
+  log "brine-run jobs.list_jobs limit=2 search_function=state.*,cmd.*   (salt-run's output, from an index)"
+  $run jobs.list_jobs limit=2 'search_function=state.*,cmd.*'
+  local jid
+  jid=$(sqlite3 "$demo_dir/cache/brine.sqlite" \
+    "SELECT jid FROM jids WHERE fun = 'state.apply' AND jid IN (SELECT jid FROM jid_missing) ORDER BY jid DESC LIMIT 1;")
+  [ -n "$jid" ] || jid=$(sqlite3 "$demo_dir/cache/brine.sqlite" "SELECT jid FROM jids WHERE fun = 'state.apply' ORDER BY jid DESC LIMIT 1;")
+  log "brine-run jobs.lookup_jid $jid missing=True --out yaml   (a state run, with who did not return; first lines)"
+  first_lines 24 $run jobs.lookup_jid "$jid" missing=True --out yaml
+  log "brine-run jobs.active   (from the store: expected minions still out, with find_job pids; first lines)"
+  first_lines 20 $run jobs.active
+  log "a queue round trip: brine-run queue.insert demo '[\"a\", \"b\"]', queue.pop demo"
+  $run queue.insert demo '["a", "b"]' || true
+  $run queue.pop demo || true
+  log "forensic SQL in the sqlite3 shell: failed returns per function"
+  sqlite3 -header -column "$demo_dir/cache/brine.sqlite" \
+    "SELECT fun, count(*) AS failed FROM salt_returns WHERE retcode <> 0 OR success = 0 GROUP BY fun ORDER BY failed DESC;"
+  log "brine-run brine.stats   (the master's counters)"
+  $run brine.stats
+  log "stopping brine-master (SIGTERM: it drains the bus and commits everything)"
+  kill -TERM "$(cat "$demo_dir/master.pid")"
+  wait "$(cat "$demo_dir/master.pid")" 2>/dev/null || true
+  trap - EXIT
+  cat <<NEXT
+
+==> next, for real
+  On a host that runs a Salt master (2016+ owns /var/run/salt/master itself), give brine its own
+  bus folder and start it on the master's config:
+      echo 'brine.sock_dir: /var/run/salt/brine' > /etc/salt/master.d/brine.conf
+      ./build/bin/brine-master -c /etc/salt
+  Then: ./build/bin/brine-run -c /etc/salt jobs.list_jobs
+  How it works: docs/master.md; the store and forensic queries: docs/schema.md.
+NEXT
 }
 
 case "${1:-}" in

@@ -22,7 +22,8 @@ constexpr int kExitUsage = 2;
 constexpr const char* kUsage =
     "Usage: brine-run [options] FUNCTION [ARG ...] [KEY=VALUE ...]\n"
     "\n"
-    "A salt-run compatible command line over the brine store: jobs.*, brine.stats.\n"
+    "A salt-run compatible command line over the brine store: jobs.*, queue.*, state.event,\n"
+    "event.send, brine.stats.\n"
     "Arguments are typed as salt-run types them (YAML). Options may also follow the function.\n"
     "\n"
     "Options:\n"

@@ -10,6 +10,7 @@
 #include "brine/core/json.h"
 #include "brine/wire/codec.h"
 #include "functions.h"
+#include "master_bus.h"
 #include "proc_file.h"
 
 namespace brine::runner {
@@ -74,25 +75,11 @@ Value EventSend(Context& ctx, const std::vector<Value>& a) {
   if (!data.is_map()) throw UsageError("Dict object expected, not '" + ToJsonForMessage(data) + "'.");
   if (tag.empty()) throw UsageError("Empty tag.");
   data.Set("_stamp", FormatStamp(ctx.clock().Now()));
-  std::string frame;
   try {
-    frame = wire::EncodeFrame(tag, data, wire::Framing::kNew);
+    FireMasterEvent(ctx.config(), tag, data);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
-  const auto endpoints = config::EndpointsFor(ctx.config());
-  zmq::context_t zctx(1);
-  zmq::socket_t push(zctx, zmq::socket_type::push);
-  // Queue only for a connected peer, so a missing master is noticed.
-  push.set(zmq::sockopt::immediate, 1);
-  push.set(zmq::sockopt::sndtimeo, static_cast<int>(ctx.config().brine.send_timeout_ms));
-  push.set(zmq::sockopt::linger, static_cast<int>(ctx.config().brine.send_timeout_ms));
-  push.connect(endpoints.pull);
-  if (!push.send(zmq::buffer(frame), zmq::send_flags::none)) {
-    throw RuntimeFailure("brine-master is not reachable at " + endpoints.pull + " (no reply within " +
-                         std::to_string(ctx.config().brine.send_timeout_ms) + " ms); the event was not sent");
-  }
-  push.close();
   return true;
 }
 

@@ -18,11 +18,25 @@ store::Store& Context::Store() {
   return *store_;
 }
 
+store::Queues& Context::Queues() {
+  if (!queues_) {
+    const auto sync = config_.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
+                                                                                   : store::OpenOptions::Sync::kNormal;
+    try {
+      queues_ = store::OpenQueues(config_.brine.database, {.sync = sync});
+    } catch (const store::StoreError& e) {
+      throw RuntimeFailure(e.what());
+    }
+  }
+  return *queues_;
+}
+
 const std::vector<FunctionSpec>& AllFunctions() {
   static const std::vector<FunctionSpec> kAll = [] {
     std::vector<FunctionSpec> all;
     AddJobsFunctions(all);
     AddBrineFunctions(all);
+    AddQueueFunctions(all);
     AddEventFunctions(all);
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     return all;

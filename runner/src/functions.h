@@ -12,6 +12,7 @@
 #include "brine/config/master_config.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
+#include "brine/store/queues.h"
 #include "brine/store/store.h"
 
 namespace brine::runner {
@@ -28,6 +29,9 @@ class Context {
   // The store, opened read-only on first use. Throws RuntimeFailure when it
   // is missing or unreadable.
   store::Store& Store();
+  // The queue tables, opened read-write on first use (the store is created
+  // when missing). Throws RuntimeFailure when the store cannot be opened.
+  store::Queues& Queues();
   // Where a function that streams (state.event) writes as it goes.
   [[nodiscard]] std::ostream& out() { return out_; }
   // The function printed its own output: its return value is not rendered.
@@ -40,6 +44,7 @@ class Context {
   std::ostream& out_;
   bool result_suppressed_ = false;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<store::Queues> queues_;
 };
 
 struct FunctionSpec {
@@ -58,6 +63,7 @@ struct FunctionSpec {
 // Registration, one per module file.
 void AddJobsFunctions(std::vector<FunctionSpec>& out);
 void AddBrineFunctions(std::vector<FunctionSpec>& out);
+void AddQueueFunctions(std::vector<FunctionSpec>& out);
 void AddEventFunctions(std::vector<FunctionSpec>& out);
 
 // A value as one line of Python-style JSON, for messages.

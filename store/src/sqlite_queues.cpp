@@ -1,0 +1,339 @@
+// The SQLite implementation of brine::store::Queues. Tables: migrations/0002_queue.sql.
+//
+// Salt's sqlite backend (spec 1.3) selects without a transaction and deletes
+// with `WHERE name IN ("...")`, so two pops can return the same rows and an
+// item named `name` empties the queue. Here every write is one BEGIN
+// IMMEDIATE transaction that selects the head of the queue by id and deletes
+// exactly those rows, and names and items are only ever bound parameters.
+#include <sqlite3.h>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "brine/core/json.h"
+#include "brine/store/queues.h"
+#include "connection.h"
+
+namespace brine::store {
+namespace {
+
+using detail::Op;
+using detail::RethrowAsStoreError;
+
+// Containers enclosing the deepest value of `v`, counting `v` itself; stops
+// counting past `limit`.
+int Depth(const Value& v, int limit) {
+  if (limit < 0) return 1;
+  int deepest = 0;
+  if (v.is_list()) {
+    for (const Value& e : v.as_list()) deepest = std::max(deepest, Depth(e, limit - 1));
+    return deepest + 1;
+  }
+  if (v.is_map()) {
+    for (const auto& [k, e] : v.as_map()) deepest = std::max(deepest, Depth(e, limit - 1));
+    return deepest + 1;
+  }
+  return 0;
+}
+
+void CheckName(const std::string& queue) {
+  if (!IsValidQueueName(queue)) {
+    throw std::invalid_argument("invalid queue name: it must be 1-255 bytes of UTF-8 without '/', NUL or control "
+                                "characters");
+  }
+}
+
+// The storage JSON of each item; an item ParseJson could not read back is refused.
+std::vector<std::string> ItemTexts(std::span<const Value> items) {
+  std::vector<std::string> texts;
+  texts.reserve(items.size());
+  for (const Value& item : items) {
+    if (Depth(item, kMaxJsonDepth) > kMaxJsonDepth) {
+      throw std::invalid_argument("queue item nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    texts.push_back(ToJson(item));
+  }
+  return texts;
+}
+
+class SqliteQueues final : public Queues {
+ public:
+  SqliteQueues(const std::filesystem::path& path, const OpenOptions& options) {
+    if (options.access != OpenOptions::Access::kReadWrite) {
+      throw StoreError("cannot open the queues of " + path.string() + " read-only: queue calls record queue names");
+    }
+    db_ = detail::OpenConnection(path, options);
+  }
+
+  ~SqliteQueues() override {
+    if (pop_open_) RollbackPopImpl();
+  }
+
+  InsertOutcome Insert(const std::string& queue, std::span<const Value> items) override {
+    CheckName(queue);
+    const std::vector<std::string> texts = ItemTexts(items);
+    InsertOutcome outcome;
+    Write("queue insert", [&] {
+      const std::int64_t queue_id = EnsureQueue(queue);
+      // A duplicate undoes the items but keeps the name: Salt records a queue
+      // whatever the insert did (G9).
+      db_->exec("SAVEPOINT queue_insert");
+      auto& ins = Stmt("INSERT INTO queue_item (queue_id, item) VALUES (?, ?) ON CONFLICT DO NOTHING");
+      for (std::size_t i = 0; i < texts.size(); ++i) {
+        ins.reset();
+        ins.clearBindings();
+        ins.bind(1, queue_id);
+        ins.bind(2, texts[i]);
+        if (ins.exec() == 0) {
+          outcome = {.kind = InsertOutcome::Kind::kDuplicate, .duplicate_index = i};
+          break;
+        }
+      }
+      ins.reset();
+      if (outcome.kind == InsertOutcome::Kind::kDuplicate) db_->exec("ROLLBACK TO queue_insert");
+      db_->exec("RELEASE queue_insert");
+    });
+    return outcome;
+  }
+
+  std::int64_t Delete(const std::string& queue, std::span<const Value> items) override {
+    CheckName(queue);
+    const std::vector<std::string> texts = ItemTexts(items);
+    std::int64_t removed = 0;
+    Write("queue delete", [&] {
+      const std::int64_t queue_id = EnsureQueue(queue);
+      auto& del = Stmt("DELETE FROM queue_item WHERE queue_id = ? AND item = ?");
+      for (const std::string& text : texts) {
+        del.reset();
+        del.clearBindings();
+        del.bind(1, queue_id);
+        del.bind(2, text);
+        removed += del.exec();
+      }
+      del.reset();
+    });
+    return removed;
+  }
+
+  std::vector<std::string> ListQueues() override {
+    return Read("list queues", [&] {
+      std::vector<std::string> names;
+      auto& q = Stmt("SELECT name FROM queue ORDER BY name");
+      while (q.executeStep()) names.push_back(q.getColumn(0).getString());
+      return names;
+    });
+  }
+
+  std::int64_t Length(const std::string& queue) override {
+    CheckName(queue);
+    auto count = [&](std::int64_t queue_id) {
+      auto& q = Stmt("SELECT count(*) FROM queue_item WHERE queue_id = ?");
+      q.bind(1, queue_id);
+      q.executeStep();
+      return q.getColumn(0).getInt64();
+    };
+    if (const auto id = Read("queue length", [&] { return FindQueue(queue); })) {
+      return Read("queue length", [&] { return count(*id); });
+    }
+    std::int64_t n = 0;
+    Write("queue length", [&] { n = count(EnsureQueue(queue)); });
+    return n;
+  }
+
+  std::vector<Value> Items(const std::string& queue) override {
+    CheckName(queue);
+    if (const auto id = Read("queue items", [&] { return FindQueue(queue); })) {
+      return Read("queue items", [&] { return SelectItems(*id, kAllItems).items; });
+    }
+    std::vector<Value> items;
+    Write("queue items", [&] { items = SelectItems(EnsureQueue(queue), kAllItems).items; });
+    return items;
+  }
+
+ protected:
+  std::vector<Value> BeginPopImpl(const std::string& queue, std::int64_t quantity) override {
+    CheckName(queue);
+    CheckWritable("pop");
+    if (pop_open_) throw StoreError("cannot pop: a pop is already open on this connection");
+    Selected selected;
+    try {
+      db_->exec("BEGIN IMMEDIATE");
+      const std::int64_t queue_id = EnsureQueue(queue);
+      if (quantity != 0) selected = SelectItems(queue_id, quantity);
+      if (!selected.items.empty()) {
+        // The selected rows are the queue's oldest, and the write lock keeps
+        // anyone from adding older ones, so "id <= last" is exactly them.
+        auto& del = Stmt("DELETE FROM queue_item WHERE queue_id = ? AND id <= ?");
+        del.bind(1, queue_id);
+        del.bind(2, selected.last_id);
+        const int removed = del.exec();
+        del.reset();
+        if (removed != static_cast<int>(selected.items.size())) {
+          throw StoreError("pop removed " + std::to_string(removed) + " rows for " +
+                           std::to_string(selected.items.size()) + " items");
+        }
+      }
+      ResetStatements();
+    } catch (...) {
+      RollbackOpen();
+      RethrowAsStoreError("queue pop", Op::kWrite);
+    }
+    pop_open_ = true;
+    return std::move(selected.items);
+  }
+
+  void CommitPopImpl() override {
+    if (!pop_open_) return;
+    pop_open_ = false;
+    try {
+      db_->exec("COMMIT");
+    } catch (...) {
+      RollbackOpen();
+      failed_ = true;
+      RethrowAsStoreError("queue pop commit", Op::kWrite);
+    }
+  }
+
+  void RollbackPopImpl() noexcept override {
+    if (!pop_open_) return;
+    pop_open_ = false;
+    RollbackOpen();
+  }
+
+ private:
+  struct Selected {
+    std::vector<Value> items;
+    std::int64_t last_id = 0;
+  };
+
+  // A prepared statement kept for the life of the connection, reset for reuse.
+  // Keyed by the address of the SQL literal.
+  SQLite::Statement& Stmt(const char* sql) {
+    auto& slot = statements_[sql];
+    if (!slot) {
+      slot = std::make_unique<SQLite::Statement>(*db_, sql);
+    } else {
+      slot->reset();
+      slot->clearBindings();
+    }
+    return *slot;
+  }
+
+  void ResetStatements() noexcept {
+    for (auto& [sql, stmt] : statements_) {
+      try {
+        stmt->reset();
+      } catch (...) {
+      }
+    }
+  }
+
+  void CheckWritable(const char* what) const {
+    if (failed_) {
+      throw StoreError(std::string("cannot ") + what + ": an earlier commit failed; reopen the queues");
+    }
+  }
+
+  void CheckIdle(const char* what) const {
+    if (pop_open_) throw StoreError(std::string("cannot ") + what + ": a pop is open on this connection");
+  }
+
+  // Rolls back whatever transaction is open (SQLite may already have done so).
+  void RollbackOpen() noexcept {
+    ResetStatements();
+    try {
+      if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+
+  template <class F>
+  auto Read(const char* what, F&& f) -> decltype(f()) {
+    CheckIdle(what);
+    try {
+      auto result = f();
+      ResetStatements();
+      return result;
+    } catch (...) {
+      ResetStatements();
+      RethrowAsStoreError(what, Op::kRead);
+    }
+  }
+
+  // Runs `f` in a BEGIN IMMEDIATE transaction of its own and commits. Any
+  // failure rolls back; a failed COMMIT also leaves the Queues refusing writes.
+  template <class F>
+  void Write(const char* what, F&& f) {
+    CheckIdle(what);
+    CheckWritable(what);
+    try {
+      db_->exec("BEGIN IMMEDIATE");
+      f();
+      ResetStatements();
+    } catch (...) {
+      RollbackOpen();
+      RethrowAsStoreError(what, Op::kWrite);
+    }
+    try {
+      db_->exec("COMMIT");
+    } catch (...) {
+      RollbackOpen();
+      failed_ = true;
+      RethrowAsStoreError(what, Op::kWrite);
+    }
+  }
+
+  std::optional<std::int64_t> FindQueue(const std::string& queue) {
+    auto& q = Stmt("SELECT id FROM queue WHERE name = ?");
+    q.bind(1, queue);
+    std::optional<std::int64_t> id;
+    if (q.executeStep()) id = q.getColumn(0).getInt64();
+    // A statement left stepping keeps its read snapshot past COMMIT, and the
+    // next BEGIN IMMEDIATE on an old snapshot fails at once with SQLITE_BUSY.
+    q.reset();
+    return id;
+  }
+
+  // The id of `queue`, recording the name when new. Inside a write transaction.
+  std::int64_t EnsureQueue(const std::string& queue) {
+    if (const auto id = FindQueue(queue)) return *id;
+    auto& ins = Stmt("INSERT INTO queue (name) VALUES (?)");
+    ins.bind(1, queue);
+    ins.exec();
+    return db_->getLastInsertRowid();
+  }
+
+  // Up to `quantity` items from the head (negative: all), with the last id.
+  Selected SelectItems(std::int64_t queue_id, std::int64_t quantity) {
+    Selected out;
+    auto& q = Stmt("SELECT id, item FROM queue_item WHERE queue_id = ? ORDER BY id LIMIT ?");
+    q.bind(1, queue_id);
+    q.bind(2, quantity < 0 ? std::int64_t{-1} : quantity);
+    while (q.executeStep()) {
+      out.last_id = q.getColumn(0).getInt64();
+      const char* text = q.getColumn(1).getText();
+      const auto len = static_cast<std::size_t>(q.getColumn(1).getBytes());
+      out.items.push_back(ParseJson(std::string_view(text, len)));
+    }
+    q.reset();
+    return out;
+  }
+
+  std::unique_ptr<SQLite::Database> db_;
+  std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
+  bool pop_open_ = false;
+  bool failed_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Queues> OpenQueues(const std::filesystem::path& path, const OpenOptions& options) {
+  return std::make_unique<SqliteQueues>(path, options);
+}
+
+}  // namespace brine::store
