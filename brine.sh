@@ -59,7 +59,8 @@ configure_build() {
 build() {
   deps
   log "building (Release) into build/"
-  configure_build build -DCMAKE_BUILD_TYPE=Release -DBRINE_WERROR="${BRINE_WERROR:-OFF}"
+  # Keeps an earlier -DBRINE_WERROR=ON (./brine.sh test) unless BRINE_WERROR says otherwise.
+  configure_build build -DCMAKE_BUILD_TYPE=Release ${BRINE_WERROR:+-DBRINE_WERROR=$BRINE_WERROR}
 }
 
 run_ctest() {
@@ -74,6 +75,9 @@ test_all() {
   log "Release build with -Werror, all tests"
   configure_build build -DCMAKE_BUILD_TYPE=Release -DBRINE_WERROR=ON
   run_ctest build --label-exclude slow
+  log "the demo, shortened (BRINE_DEMO_QUICK=1)"
+  BRINE_DEMO_QUICK=1 demo >"$here/build/demo.log" 2>&1 || { cat "$here/build/demo.log"; exit 1; }
+  log "demo ok ($(grep -c . "$here/build/demo.log") lines of output in build/demo.log)"
   log "ASan+UBSan build, store/master/runner tests"
   configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRINE_WERROR=ON -DBRINE_SANITIZE=ON
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
