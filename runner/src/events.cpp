@@ -1,5 +1,8 @@
 // Watching and firing bus events: state.event and event.send.
+#include <signal.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cstdlib>
 #include <zmq.hpp>
@@ -17,6 +20,12 @@ namespace brine::runner {
 namespace {
 
 const Value kNone;
+
+// state.event runs until count events matched or it is told to stop; a signal
+// handler only sets this, and the loop leaves so the proc file is removed.
+std::atomic<bool> g_stop_watching{false};
+
+extern "C" void OnWatchSignal(int) { g_stop_watching = true; }
 
 std::string CurrentUser() {
   const char* user = std::getenv("SUDO_USER");
@@ -50,12 +59,24 @@ Value StateEvent(Context& ctx, const std::vector<Value>& a) {
   // ZeroMQ reconnects by itself when the master restarts.
   sub.set(zmq::sockopt::reconnect_ivl, 100);
   sub.connect(endpoints.pub);
+  // Wake up now and then to notice SIGINT/SIGTERM.
+  sub.set(zmq::sockopt::rcvtimeo, 200);
+  struct sigaction sa {};
+  sa.sa_handler = OnWatchSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   const JsonStyle style = pretty ? JsonStyle{.indent = 4, .spaced = true, .sort_keys = true, .python_nonfinite = true}
                                  : JsonStyle::Python(-1);
   std::ostream& out = ctx.out();
-  while (count != 0) {
+  while (count != 0 && !g_stop_watching) {
     zmq::message_t msg;
-    if (!sub.recv(msg, zmq::recv_flags::none)) continue;
+    try {
+      if (!sub.recv(msg, zmq::recv_flags::none)) continue;
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      throw;
+    }
     auto decoded = wire::DecodeFrame(std::string_view(static_cast<const char*>(msg.data()), msg.size()));
     auto* event = std::get_if<wire::DecodedEvent>(&decoded);
     if (event == nullptr || !FnMatch(tagmatch, event->tag)) continue;
