@@ -27,17 +27,30 @@ void AppendHex(char32_t v, int digits, std::string& out) {
   for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4) out += kHex[(v >> shift) & 0xF];
 }
 
+// Works on the bytes: only the characters at the two ends are decoded, so
+// stripping a multi-megabyte output costs nothing. A byte that is not valid
+// UTF-8 stands for U+DC80..U+DCFF (surrogateescape), which is never a space.
 std::string StripImpl(std::string_view bytes, bool left, bool right) {
-  const std::u32string text = Decode(bytes);
   std::size_t begin = 0;
-  std::size_t end = text.size();
+  std::size_t end = bytes.size();
   if (left) {
-    while (begin < end && IsSpace(text[begin])) ++begin;
+    while (begin < end) {
+      const std::size_t n = Utf8SequenceLength(bytes.substr(begin, end - begin));
+      if (n == 0 || !IsSpace(DecodeUtf8(bytes.substr(begin, n)))) break;
+      begin += n;
+    }
   }
   if (right) {
-    while (end > begin && IsSpace(text[end - 1])) --end;
+    while (end > begin) {
+      // The last code point starts at most 3 continuation bytes back.
+      std::size_t start = end - 1;
+      while (start > begin && end - start < 4 && (static_cast<unsigned char>(bytes[start]) & 0xC0) == 0x80) --start;
+      const std::size_t n = Utf8SequenceLength(bytes.substr(start, end - start));
+      if (n != end - start || !IsSpace(DecodeUtf8(bytes.substr(start, n)))) break;
+      end = start;
+    }
   }
-  return Encode(std::u32string_view(text).substr(begin, end - begin));
+  return std::string(bytes.substr(begin, end - begin));
 }
 
 // Digits with single underscores between them (PEP 515), at least one digit.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
@@ -102,13 +104,21 @@ Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missin
   const Value data = ListJob(ctx, jid);
   const Value* targeted = data.Find("Minions");
   const Value* returns = data.Find("Result");
+  // Minion names are unique in both lists; maps are built by appending, with
+  // a set for membership, so a job of 10,000 returns stays linear.
   Value ret = Value::EmptyMap();
-  if (returned && returns != nullptr) {
-    for (const auto& [minion, r] : returns->as_map()) ret.Set(minion, Or(r.Find("return"), Value()));
+  std::unordered_set<std::string_view> answered;
+  if (returns != nullptr) {
+    for (const auto& [minion, r] : returns->as_map()) {
+      answered.insert(minion);
+      if (returned) ret.as_map().emplace_back(minion, Or(r.Find("return"), Value()));
+    }
   }
   if (missing && targeted != nullptr && targeted->is_list()) {
     for (const Value& m : targeted->as_list()) {
-      if (m.is_string() && returns->Find(m.as_string()) == nullptr) ret.Set(m.as_string(), "Minion did not return");
+      if (m.is_string() && answered.count(m.as_string()) == 0) {
+        ret.as_map().emplace_back(m.as_string(), "Minion did not return");
+      }
     }
   }
   // The outputter of the first return, when it asked for one (state runs: highstate).
@@ -351,17 +361,23 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
         const Value data = ListJob(ctx, StringArg(a[0], "jid"));
         const Value* minions = data.Find("Minions");
         const Value* result = data.Find("Result");
+        // Salt: every expected minion False, then True for each truthy return.
         Value out = Value::EmptyMap();
-        if (minions != nullptr && minions->is_list()) {
-          for (const Value& m : minions->as_list()) {
-            const Value* r = result->Find(m.as_string());
-            const Value* ret = r != nullptr ? r->Find("return") : nullptr;
-            out.Set(m.as_string(), ret != nullptr && ret->Truthy());
+        std::unordered_map<std::string, std::size_t> slot;
+        auto set = [&](const std::string& minion, bool ok) {
+          auto [it, fresh] = slot.emplace(minion, out.as_map().size());
+          if (fresh) {
+            out.as_map().emplace_back(minion, ok);
+          } else {
+            out.as_map()[it->second].second = ok;
           }
+        };
+        if (minions != nullptr && minions->is_list()) {
+          for (const Value& m : minions->as_list()) set(m.as_string(), false);
         }
         for (const auto& [minion, r] : result->as_map()) {
           const Value* ret = r.Find("return");
-          if (ret != nullptr && ret->Truthy()) out.Set(minion, true);
+          if (ret != nullptr && ret->Truthy()) set(minion, true);
         }
         return out;
       },
