@@ -1002,3 +1002,79 @@ TEST_CASE("master: a YAML syntax error stops it at start with exit 2 naming the 
   REQUIRE(r.err.find((m.conf_dir() / "master").string()) != std::string::npos);
   REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pull.ipc"));
 }
+
+TEST_CASE("master: with job_cache False loads and minions are stored and returns are not", "[master][e2e]") {
+  MasterProcess m("job_cache: False");
+  m.Start();
+  const std::string jid = JidAt(Now());
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/job/" + jid + "/new", PublishLoad(jid, "test.ping", {"m1", "m2"}, StampAt(Now()))),
+                                 NewFrame("salt/job/" + jid + "/ret/m1", ReturnLoad(jid, "m1", "test.ping", true, StampAt(Now())))});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT jid, fun FROM jids") == jid + "|test.ping\n");
+  REQUIRE(Sql(m.database(), "SELECT minion FROM jid_minions ORDER BY minion") == "m1\nm2\n");
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "0\n");
+  // The archive is governed by the filters only: both events are there.
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_events") == "2\n");
+  REQUIRE(Sql(m.database(), "SELECT data FROM salt_events WHERE tag LIKE '%/ret/m1'") ==
+          ToJson(ReturnLoad(jid, "m1", "test.ping", true, ParseJson(Sql(m.database(), "SELECT json_quote(json_extract(data, '$._stamp')) FROM salt_events WHERE tag LIKE '%/ret/m1'")).as_string())) + "\n");
+  REQUIRE(brine::test::ReadFile(m.log_file()).find("job_cache is False") != std::string::npos);
+}
+
+TEST_CASE("master: events carrying Salt's VALUE_TRIMMED marker are stored and counted", "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string jid = JidAt(Now());
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/job/" + jid + "/ret/m1",
+                                          ReturnLoad(jid, "m1", "cmd.run", "VALUE_TRIMMED", StampAt(Now()))),
+                                 NewFrame("salt/auth", Value::Map({{"id", "m1"}, {"act", "accept"}}))});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Counter(m, "trimmed") == "1\n");
+  REQUIRE(Counter(m, "stored") == "2\n");
+  REQUIRE(Sql(m.database(), "SELECT \"return\" FROM salt_returns") == "\"VALUE_TRIMMED\"\n");
+}
+
+TEST_CASE("master: started as root it creates its files as the config's user and runs as that user",
+          "[master][e2e]") {
+  if (::geteuid() != 0) {
+    WARN("not root: the switch to the config's user cannot be tested here");
+    return;
+  }
+  MasterProcess m("user: nobody");
+  // mkdtemp made the test folder 0700 root; the user must be able to reach into it.
+  ::chmod(m.dir().c_str(), 0755);
+  m.Start();
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/auth", Value::Map({{"id", "m1"}}))});
+  struct stat st {};
+  REQUIRE(::stat(m.database().c_str(), &st) == 0);
+  const uid_t nobody = st.st_uid;
+  REQUIRE(nobody != 0);
+  REQUIRE(::stat((m.sock_dir() / "master_event_pull.ipc").c_str(), &st) == 0);
+  REQUIRE(st.st_uid == nobody);
+  REQUIRE(::stat(m.log_file().c_str(), &st) == 0);
+  REQUIRE(st.st_uid == nobody);
+  // The process itself runs as that user.
+  const std::string status = brine::test::ReadFile("/proc/" + std::to_string(m.child()->pid()) + "/status");
+  REQUIRE(status.find("\nUid:\t" + std::to_string(nobody) + "\t") != std::string::npos);
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_events") == "1\n");
+}
+
+TEST_CASE("master: SIGHUP reopens the log file after it was moved away", "[master][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const auto moved = m.log_file().string() + ".1";
+  std::filesystem::rename(m.log_file(), moved);
+  m.child()->Signal(SIGHUP);
+  // The reopen creates a new file at the old path; a line logged after it lands there.
+  for (int i = 0; i < 500 && !std::filesystem::exists(m.log_file()); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(std::filesystem::exists(m.log_file()));
+  // A conflicting second return is logged (Salt's replay warning) every time.
+  const std::string jid = JidAt(Now());
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/job/" + jid + "/ret/m1", ReturnLoad(jid, "m1", "cmd.run", "one", StampAt(Now()))),
+                                 NewFrame("salt/job/" + jid + "/ret/m1", ReturnLoad(jid, "m1", "cmd.run", "two", StampAt(Now())))});
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(brine::test::ReadFile(m.log_file()).find("replay attack") != std::string::npos);
+  REQUIRE(brine::test::ReadFile(moved).find("started:") != std::string::npos);
+}
