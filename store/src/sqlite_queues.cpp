@@ -18,6 +18,7 @@
 #include "brine/core/json.h"
 #include "brine/store/queues.h"
 #include "connection.h"
+#include "statement_cache.h"
 
 namespace brine::store {
 namespace {
@@ -211,27 +212,9 @@ class SqliteQueues final : public Queues {
     std::int64_t last_id = 0;
   };
 
-  // A prepared statement kept for the life of the connection, reset for reuse.
-  // Keyed by the address of the SQL literal.
-  SQLite::Statement& Stmt(const char* sql) {
-    auto& slot = statements_[sql];
-    if (!slot) {
-      slot = std::make_unique<SQLite::Statement>(*db_, sql);
-    } else {
-      slot->reset();
-      slot->clearBindings();
-    }
-    return *slot;
-  }
+  SQLite::Statement& Stmt(const char* sql) { return statements_.Get(*db_, sql); }
 
-  void ResetStatements() noexcept {
-    for (auto& [sql, stmt] : statements_) {
-      try {
-        stmt->reset();
-      } catch (...) {
-      }
-    }
-  }
+  void ResetStatements() noexcept { statements_.ResetAll(); }
 
   void CheckWritable(const char* what) const {
     if (failed_) {
@@ -325,7 +308,7 @@ class SqliteQueues final : public Queues {
   }
 
   std::unique_ptr<SQLite::Database> db_;
-  std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
+  detail::StatementCache statements_;  // after db_: destroyed first
   bool pop_open_ = false;
   bool failed_ = false;
 };

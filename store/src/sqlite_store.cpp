@@ -14,6 +14,7 @@
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "connection.h"
+#include "statement_cache.h"
 #include "migrations.h"
 
 namespace brine::store {
@@ -629,18 +630,7 @@ class SqliteStore final : public Store {
     return Value(std::move(l));
   }
 
-  // A prepared statement kept for the life of the connection, reset for reuse.
-  // Keyed by the address of the SQL literal.
-  SQLite::Statement& Stmt(const char* sql) {
-    auto& slot = statements_[sql];
-    if (!slot) {
-      slot = std::make_unique<SQLite::Statement>(*db_, sql);
-    } else {
-      slot->reset();
-      slot->clearBindings();
-    }
-    return *slot;
-  }
+  SQLite::Statement& Stmt(const char* sql) { return statements_.Get(*db_, sql); }
 
   void CheckWritable(const char* what) const {
     if (read_only_) throw StoreError(std::string("cannot ") + what + ": the store is open read-only");
@@ -708,14 +698,7 @@ class SqliteStore final : public Store {
     }
   }
 
-  void ResetStatements() noexcept {
-    for (auto& [sql, stmt] : statements_) {
-      try {
-        stmt->reset();
-      } catch (...) {
-      }
-    }
-  }
+  void ResetStatements() noexcept { statements_.ResetAll(); }
 
   std::int64_t PragmaInt(const std::string& pragma) {
     SQLite::Statement q(*db_, pragma);
@@ -977,7 +960,7 @@ class SqliteStore final : public Store {
   const Clock* clock_;  // options_.clock or system_clock_
   JidGenerator jids_;
   std::unique_ptr<SQLite::Database> db_;
-  std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
+  detail::StatementCache statements_;  // after db_: destroyed first
   bool read_only_ = false;
   bool in_batch_ = false;
   bool failed_ = false;
