@@ -36,7 +36,8 @@ std::unique_ptr<Child> StartWatcher(const MasterProcess& m, std::vector<std::str
     if (std::chrono::steady_clock::now() > deadline || !child->Running()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Over ipc a subscription takes milliseconds; a second leaves room for a loaded CI machine.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   return child;
 }
 
