@@ -20,6 +20,7 @@
 #include "brine/core/time.h"
 #include "brine/store/queues.h"
 #include "brine/wire/codec.h"
+#include "support/value_printer.h"
 #include "support/master_process.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -34,12 +35,6 @@ using brine::test::RunResult;
 using brine::test::TempDir;
 namespace fs = std::filesystem;
 
-namespace Catch {
-template <>
-struct StringMaker<brine::Value> {
-  static std::string convert(const brine::Value& v) { return brine::ToJson(v, brine::JsonStyle::Python(-1)); }
-};
-}  // namespace Catch
 
 namespace {
 

@@ -21,6 +21,7 @@
 #include "brine/runner/cli.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
+#include "support/value_printer.h"
 #include "support/golden.h"
 #include "support/master_process.h"
 #include "support/process.h"
@@ -39,12 +40,6 @@ using brine::ValueList;
 using brine::test::TempDir;
 namespace fs = std::filesystem;
 
-namespace Catch {
-template <>
-struct StringMaker<brine::Value> {
-  static std::string convert(const brine::Value& v) { return brine::ToJson(v, brine::JsonStyle::Python(-1)); }
-};
-}  // namespace Catch
 
 namespace {
 

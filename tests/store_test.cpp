@@ -13,6 +13,7 @@
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "support/golden.h"
+#include "support/master_process.h"
 #include "support/temp_dir.h"
 
 using brine::FakeClock;
@@ -51,19 +52,7 @@ std::vector<std::string> Strings(std::initializer_list<const char*> l) {
   return std::vector<std::string>(l.begin(), l.end());
 }
 
-std::string QueryText(const std::filesystem::path& db, const std::string& sql) {
-  SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
-  SQLite::Statement q(d, sql);
-  std::string out;
-  while (q.executeStep()) {
-    for (int i = 0; i < q.getColumnCount(); ++i) {
-      if (i > 0) out += "|";
-      out += q.getColumn(i).isNull() ? "NULL" : q.getColumn(i).getString();
-    }
-    out += "\n";
-  }
-  return out;
-}
+std::string QueryText(const std::filesystem::path& db, const std::string& sql) { return brine::test::Sql(db, sql); }
 
 struct Fixture {
   TempDir dir;
