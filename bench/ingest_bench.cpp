@@ -120,6 +120,8 @@ long PeakRssKib(pid_t pid) {
 }
 
 struct BrineResult {
+  std::int64_t stored = 0;   // archived events (counter)
+  std::int64_t returns = 0;  // returns in the job cache (counter)
   double seconds = 0;
   long rss_kib = 0;
   std::uintmax_t bytes = 0;
@@ -153,6 +155,8 @@ BrineResult RunBrine(const Args& args, const std::vector<StreamEvent>& stream, c
   while (Counter(db, "received") < total) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   BrineResult r;
   r.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  r.stored = Counter(db, "stored");
+  r.returns = Counter(db, "returns");
   r.rss_kib = PeakRssKib(pid);
   push.close();
   kill(pid, SIGTERM);
@@ -268,5 +272,13 @@ int main(int argc, char** argv) {
               static_cast<double>(brine.rss_kib) / 1024.0,
               static_cast<double>(brine.bytes) / static_cast<double>(json_bytes));
   if (args.keep.empty()) fs::remove_all(dir);
+  // Every frame archived and every return in the job cache, or the run failed.
+  const auto expected_returns = static_cast<std::int64_t>(args.jobs) * args.returns_per_job;
+  if (brine.stored != static_cast<std::int64_t>(stream.size()) || brine.returns != expected_returns) {
+    std::fprintf(stderr, "ingest_bench: LOST DATA: stored %lld of %zu events, %lld of %lld returns\n",
+                 static_cast<long long>(brine.stored), stream.size(), static_cast<long long>(brine.returns),
+                 static_cast<long long>(expected_returns));
+    return 1;
+  }
   return 0;
 }
