@@ -80,24 +80,8 @@ std::string Describe(const Value& v) {
 
 // Python's str() of a scalar, as Salt applies it to a non-string `id`.
 std::optional<std::string> PythonStr(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kNull:
-      return "None";
-    case Value::Kind::kBool:
-      return v.as_bool() ? "True" : "False";
-    case Value::Kind::kInt:
-      return std::to_string(v.as_int());
-    case Value::Kind::kUint:
-      return std::to_string(v.as_uint());
-    case Value::Kind::kFloat:
-      return PythonFloatRepr(v.as_float());
-    case Value::Kind::kString:
-      return v.as_string();
-    case Value::Kind::kList:
-    case Value::Kind::kMap:
-      break;
-  }
-  return std::nullopt;
+  if (v.is_string()) return v.as_string();
+  return PythonScalarStr(v);
 }
 
 // os.path.dirname and os.path.join(a, b), on strings.

@@ -458,6 +458,17 @@ std::string PythonFloatRepr(double d) {
   return out;
 }
 
+std::optional<std::string> PythonScalarStr(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kNull: return "None";
+    case Value::Kind::kBool: return v.as_bool() ? "True" : "False";
+    case Value::Kind::kInt: return std::to_string(v.as_int());
+    case Value::Kind::kUint: return std::to_string(v.as_uint());
+    case Value::Kind::kFloat: return PythonFloatRepr(v.as_float());
+    default: return std::nullopt;
+  }
+}
+
 void WriteJson(const Value& v, const JsonStyle& style, std::string& out) { Write(v, style, 0, out); }
 
 std::string ToJson(const Value& v, const JsonStyle& style) {

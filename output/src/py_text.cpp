@@ -219,17 +219,8 @@ std::string StrRepr(std::string_view bytes) {
 }
 
 std::string Repr(const Value& v) {
+  if (auto scalar = PythonScalarStr(v)) return *scalar;
   switch (v.kind()) {
-    case Value::Kind::kNull:
-      return "None";
-    case Value::Kind::kBool:
-      return v.as_bool() ? "True" : "False";
-    case Value::Kind::kInt:
-      return std::to_string(v.as_int());
-    case Value::Kind::kUint:
-      return std::to_string(v.as_uint());
-    case Value::Kind::kFloat:
-      return PythonFloatRepr(v.as_float());
     case Value::Kind::kString:
       return StrRepr(v.as_string());
     case Value::Kind::kList: {
@@ -254,6 +245,8 @@ std::string Repr(const Value& v) {
       }
       return out + "}";
     }
+    default:  // the scalars, answered above
+      break;
   }
   return "";
 }

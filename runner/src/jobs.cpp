@@ -35,16 +35,21 @@ Value ArgumentsOf(const Value& load) {
 
 Value Or(const Value* v, Value fallback) { return v != nullptr ? *v : std::move(fallback); }
 
-// salt.utils.jid.format_job_instance with the record's metadata: Function,
-// Arguments, Target, Target-type, User, [Metadata].
+// The fields both of Salt's job formatters start with, with Salt's defaults:
+// Function, Arguments, Target, Target-type, User.
+Value JobFields(const Value& load) {
+  return Value(ValueMap{{"Function", Or(load.Find("fun"), "unknown-function")},
+                        {"Arguments", ArgumentsOf(load)},
+                        {"Target", Or(load.Find("tgt"), "unknown-target")},
+                        {"Target-type", Or(load.Find("tgt_type"), "list")},
+                        {"User", Or(load.Find("user"), "root")}});
+}
+
+// salt.utils.jid.format_job_instance with the record's metadata: the job
+// fields, then [Metadata].
 Value FormatJob(const Value& load, const Value& metadata) {
-  Value out = Value::EmptyMap();
-  out.Set("Function", Or(load.Find("fun"), "unknown-function"));
-  out.Set("Arguments", ArgumentsOf(load));
-  out.Set("Target", Or(load.Find("tgt"), "unknown-target"));
-  out.Set("Target-type", Or(load.Find("tgt_type"), "list"));
-  out.Set("User", Or(load.Find("user"), "root"));
-  if (!metadata.is_null()) out.Set("Metadata", metadata);
+  Value out = JobFields(load);
+  if (!metadata.is_null()) out.as_map().emplace_back("Metadata", metadata);
   return out;
 }
 
@@ -52,12 +57,7 @@ Value FormatJob(const Value& load, const Value& metadata) {
 // metadata only from the load's keys, and Minions copied from get_load.
 Value FormatJobPrivate(const Value& load) {
   if (!load.is_map() || load.as_map().empty()) return Value::Map({{"Error", kNoJob}});
-  Value out = Value::EmptyMap();
-  out.Set("Function", Or(load.Find("fun"), "unknown-function"));
-  out.Set("Arguments", ArgumentsOf(load));
-  out.Set("Target", Or(load.Find("tgt"), "unknown-target"));
-  out.Set("Target-type", Or(load.Find("tgt_type"), "list"));
-  out.Set("User", Or(load.Find("user"), "root"));
+  Value out = JobFields(load);
   if (const Value* m = load.Find("metadata")) {
     out.Set("Metadata", *m);
   } else if (const Value* kw = load.Find("kwargs"); kw != nullptr && kw->Find("metadata") != nullptr) {

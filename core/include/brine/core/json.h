@@ -15,6 +15,7 @@
 // that byte, so any byte string round-trips.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -54,6 +55,11 @@ void WriteJson(const Value& v, const JsonStyle& style, std::string& out);
 // Python's repr() of a float: the shortest text that reads back to `d`
 // (`4.0`, `0.1`, `1e+16`, `1e-05`, `inf`, `nan`).
 [[nodiscard]] std::string PythonFloatRepr(double d);
+
+// Python's str() (and repr(), which is the same for these) of a non-string
+// scalar: None, True, False, an int's digits, a float's repr. nullopt for
+// strings, lists and maps.
+[[nodiscard]] std::optional<std::string> PythonScalarStr(const Value& v);
 
 // Parses one JSON document (surrounding whitespace allowed). Also accepts
 // Python's `Infinity`, `-Infinity` and `NaN`. Integers that fit 64 bits stay
