@@ -1605,3 +1605,26 @@ TEST_CASE("glob: IsLiteralGlob is true only without *, ? or [", "[core]") {
   CHECK_FALSE(brine::IsLiteralGlob("a["));
   CHECK_FALSE(brine::IsLiteralGlob("[abc]"));
 }
+
+TEST_CASE("json: ParseJsonMembers builds only the asked keys, in document order", "[core]") {
+  using brine::ParseJsonMembers;
+  static constexpr std::string_view kKeys[] = {"tgt", "fun", "absent"};
+  const std::string load =
+      R"({"jid":"1","fun":"cmd.run","skipped":{"deep":[1,2.5,"\"x\\",{"a":null}],"e":"\u00e9\udc80"},)"
+      R"("tgt":["a","b"],"n":-1e5,"t":true})";
+  const Value picked = ParseJsonMembers(load, kKeys);
+  REQUIRE(ToJson(picked) == R"({"fun":"cmd.run","tgt":["a","b"]})");
+  // Each picked value is what the full parse gives.
+  const Value full = ParseJson(load);
+  REQUIRE(*picked.Find("tgt") == *full.Find("tgt"));
+  REQUIRE(ToJson(ParseJsonMembers("{}", kKeys)) == "{}");
+  // Skipped members are still checked: malformed text is an error, not a guess.
+  for (const char* bad : {R"({"x":[1,2)", R"({"x":"\q","fun":1})", R"({"x":tru,"fun":1})", R"({"x":{"a" 1}})",
+                          R"({"fun":1} x)", R"(["fun"])", R"("fun")"}) {
+    INFO(bad);
+    REQUIRE_THROWS_AS(ParseJsonMembers(bad, kKeys), brine::JsonError);
+  }
+  // Depth is bounded in skipped members too.
+  std::string deep = R"({"x":)" + std::string(2000, '[') + std::string(2000, ']') + "}";
+  REQUIRE_THROWS_AS(ParseJsonMembers(deep, kKeys), brine::JsonError);
+}

@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "brine/core/json.h"
+#include "brine/output/map_stream.h"
 #include "brine/output/outputters.h"
 #include "support/golden.h"
 #include "support/temp_dir.h"
@@ -705,4 +706,52 @@ TEST_CASE("output: highstate falls back to nested where Salt's outputter fails",
 TEST_CASE("output: highstate prints an int or string host return as a change", "[output]") {
   CHECK(Render("highstate", J(R"({"m": "line one\nline two", "n": 3})"), {}) ==
         "m:\n    line one\n    line two\nn:\n    3\n");
+}
+
+// --- MapStream: a map printed entry by entry ------------------------------
+
+namespace {
+
+// What MapStream writes for the entries of `map` (already in key order).
+std::string Streamed(std::string_view outputter, const Value& map, const OutputOptions& options) {
+  std::ostringstream out;
+  brine::output::MapStream stream(outputter, options, out);
+  for (const auto& [k, v] : map.as_map()) stream.Add(k, v);
+  stream.Finish();
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("output: MapStream writes exactly what Render prints for the whole map", "[output]") {
+  // Values that end in whitespace (interior in the whole map, stripped only at
+  // its very end), nested maps and lists, empty containers, non-ASCII text.
+  const std::vector<Value> maps = {
+      J(R"({"20240101120000000001": {"Function": "test.ping", "Arguments": [], "Target": "*"},
+            "20240101120000000002": {"Function": "cmd.run", "Arguments": ["uptime  "], "Target": ["a", "b"]},
+            "20240101120000000003": {"Function": "x", "Arguments": [{"k": "v\n"}], "Target": "café "}})"),
+      J(R"({"a": "trailing spaces   ", "b": "line\n\n", "c": ""})"),
+      J(R"({"only": {"Function": "test.ping", "Metadata": {}}})"),
+      Value::EmptyMap(),
+  };
+  for (const Value& map : maps) {
+    for (const char* outputter : {"json", "nested", "yaml", "txt", "raw"}) {
+      for (const std::optional<int> indent : {std::optional<int>(), std::optional<int>(2), std::optional<int>(-1)}) {
+        INFO(outputter << " indent " << (indent ? std::to_string(*indent) : "none") << " " << ToJson(map));
+        REQUIRE(Streamed(outputter, map, Indent(indent)) == Render(outputter, map, Indent(indent)));
+      }
+    }
+    OutputOptions color;
+    color.color = OutputOptions::Color::kOn;
+    REQUIRE(Streamed("nested", map, color) == Render("nested", map, color));
+  }
+}
+
+TEST_CASE("output: MapStream refuses keys out of order, which nested and yaml would print sorted", "[output]") {
+  std::ostringstream out;
+  brine::output::MapStream stream("json", OutputOptions{}, out);
+  stream.Add("b", 1);
+  REQUIRE_THROWS_AS(stream.Add("a", 2), std::logic_error);
+  REQUIRE_THROWS_AS(stream.Add("b", 3), std::logic_error);
+  REQUIRE_THROWS_AS(brine::output::MapStream("table", OutputOptions{}, out), brine::output::UnknownOutputter);
 }

@@ -360,6 +360,23 @@ TEST_CASE("store: get_jids filters by jid window, function, target and limit in 
   REQUIRE(jids(s->GetJids({.target_globs = {"web2"}})) == "12 ");
   REQUIRE(jids(s->GetJids({.target_globs = {"web*"}})) == "11 12 ");
   REQUIRE(jids(s->GetJids({.limit = 2})) == "12 13 ");
+  // A listing that asks for some load keys gets only those.
+  const auto narrow = s->GetJids({.jid_min = "20240101120000000000", .load_keys = {"fun", "tgt_type"}});
+  REQUIRE(narrow.size() == 2);
+  REQUIRE(ToJson(narrow[0].load) == R"({"fun":"cmd.run","tgt_type":"list"})");
+  // ForEachJob hands out the same records one at a time, and a failure of the
+  // caller's own reaches the caller as it was thrown, not as a store error.
+  std::string seen;
+  s->ForEachJob({.limit = 3}, [&](brine::store::JobRecord&& r) { seen += r.jid.substr(8, 2) + " "; });
+  REQUIRE(seen == "11 12 13 ");
+  int calls = 0;
+  REQUIRE_THROWS_AS(s->ForEachJob({}, [&](brine::store::JobRecord&&) {
+                      ++calls;
+                      throw std::out_of_range("caller");
+                    }),
+                    std::out_of_range);
+  REQUIRE(calls == 1);
+  REQUIRE(jids(s->GetJids({})) == "10 11 12 13 ");  // the store still answers
   REQUIRE(jids(s->GetJidsFilter(3, Store::FindJobs::kDrop)) == "10 11 12 ");
   REQUIRE(jids(s->GetJidsFilter(2, Store::FindJobs::kKeep)) == "12 13 ");
   // Glob text is never SQL.

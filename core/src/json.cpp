@@ -1,11 +1,13 @@
 #include "brine/core/json.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "brine/core/utf8.h"
 
@@ -22,18 +24,25 @@ void AppendU16Escape(unsigned code, std::string& out) {
   out += kHex[code & 0xF];
 }
 
+// Bytes written as they are: printable ASCII except '"' and '\\' (and DEL
+// when ensure_ascii).
+constexpr auto PlainBytes(bool ensure_ascii) {
+  std::array<bool, 256> t{};
+  for (int b = 0x20; b < 0x80; ++b) t[b] = b != '"' && b != '\\' && !(b == 0x7F && ensure_ascii);
+  return t;
+}
+constexpr std::array<bool, 256> kPlain = PlainBytes(false);
+constexpr std::array<bool, 256> kPlainAscii = PlainBytes(true);
+
 void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
   out += '"';
   std::size_t i = 0;
   while (i < s.size()) {
     // Copy the run of bytes that need no escaping in one append: most of a
     // return is plain text.
+    const auto& plain = style.ensure_ascii ? kPlainAscii : kPlain;
     std::size_t run = i;
-    while (run < s.size()) {
-      const auto b = static_cast<unsigned char>(s[run]);
-      if (b < 0x20 || b == '"' || b == '\\' || b >= 0x80 || (b == 0x7F && style.ensure_ascii)) break;
-      ++run;
-    }
+    while (run < s.size() && plain[static_cast<unsigned char>(s[run])]) ++run;
     if (run > i) {
       out.append(s.data() + i, run - i);
       i = run;
@@ -220,13 +229,16 @@ class Parser {
     Fail("unexpected character");
   }
 
+  // Members and items are gathered on scratch stacks shared by every level,
+  // then moved into a container of the exact size: one allocation per map or
+  // list instead of one per doubling.
   Value ParseObject(int depth) {
     ++pos_;  // {
-    ValueMap m;
+    const std::size_t base = members_.size();
     SkipWs();
     if (pos_ < s_.size() && s_[pos_] == '}') {
       ++pos_;
-      return Value(std::move(m));
+      return Value(ValueMap{});
     }
     while (true) {
       SkipWs();
@@ -236,7 +248,8 @@ class Parser {
       if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
       ++pos_;
       SkipWs();
-      m.emplace_back(std::move(key), ParseValue(depth + 1));
+      Value v = ParseValue(depth + 1);
+      members_.emplace_back(std::move(key), std::move(v));
       SkipWs();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;
@@ -244,23 +257,31 @@ class Parser {
       }
       if (pos_ < s_.size() && s_[pos_] == '}') {
         ++pos_;
-        return Value(std::move(m));
+        return Value(TakeMembers(base));
       }
       Fail("expected ',' or '}'");
     }
   }
 
+  ValueMap TakeMembers(std::size_t base) {
+    ValueMap m(std::make_move_iterator(members_.begin() + static_cast<std::ptrdiff_t>(base)),
+               std::make_move_iterator(members_.end()));
+    members_.resize(base);
+    return m;
+  }
+
   Value ParseArray(int depth) {
     ++pos_;  // [
-    ValueList l;
+    const std::size_t base = items_.size();
     SkipWs();
     if (pos_ < s_.size() && s_[pos_] == ']') {
       ++pos_;
-      return Value(std::move(l));
+      return Value(ValueList{});
     }
     while (true) {
       SkipWs();
-      l.push_back(ParseValue(depth + 1));
+      Value v = ParseValue(depth + 1);
+      items_.push_back(std::move(v));
       SkipWs();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;
@@ -268,12 +289,121 @@ class Parser {
       }
       if (pos_ < s_.size() && s_[pos_] == ']') {
         ++pos_;
+        ValueList l(std::make_move_iterator(items_.begin() + static_cast<std::ptrdiff_t>(base)),
+                    std::make_move_iterator(items_.end()));
+        items_.resize(base);
         return Value(std::move(l));
       }
       Fail("expected ',' or ']'");
     }
   }
 
+  // Skips one value, checking its syntax but building nothing.
+  void SkipValue(int depth) {
+    if (pos_ >= s_.size()) Fail("unexpected end of input");
+    const char c = s_[pos_];
+    if (c == '"') {
+      SkipString();
+    } else if (c == '{' || c == '[') {
+      if (depth >= kMaxJsonDepth) Fail("nesting too deep");
+      const char close = c == '{' ? '}' : ']';
+      ++pos_;
+      SkipWs();
+      if (pos_ < s_.size() && s_[pos_] == close) {
+        ++pos_;
+        return;
+      }
+      while (true) {
+        SkipWs();
+        if (c == '{') {
+          if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
+          SkipString();
+          SkipWs();
+          if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
+          ++pos_;
+          SkipWs();
+        }
+        SkipValue(depth + 1);
+        SkipWs();
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < s_.size() && s_[pos_] == close) {
+          ++pos_;
+          return;
+        }
+        Fail(c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+      }
+    } else {
+      (void)ParseValue(depth);  // scalars allocate nothing
+    }
+  }
+
+  void SkipString() {
+    ++pos_;  // "
+    while (true) {
+      while (pos_ < s_.size() && s_[pos_] != '"' && s_[pos_] != '\\' &&
+             static_cast<unsigned char>(s_[pos_]) >= 0x20) {
+        ++pos_;
+      }
+      if (pos_ >= s_.size()) Fail("unterminated string");
+      const char c = s_[pos_++];
+      if (c == '"') return;
+      if (c != '\\') Fail("control character in string");
+      if (pos_ >= s_.size()) Fail("unterminated escape");
+      const char e = s_[pos_++];
+      if (e == 'u') {
+        (void)ParseHex4();
+      } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
+        Fail("unknown escape");
+      }
+    }
+  }
+
+ public:
+  // The members of a top-level object whose keys are in `keys`.
+  Value ParseMembers(std::span<const std::string_view> keys) {
+    SkipWs();
+    if (pos_ >= s_.size() || s_[pos_] != '{') Fail("expected an object");
+    ++pos_;
+    ValueMap m;
+    SkipWs();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+    } else {
+      while (true) {
+        SkipWs();
+        if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
+        std::string key = ParseString();
+        SkipWs();
+        if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
+        ++pos_;
+        SkipWs();
+        if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
+          Value v = ParseValue(1);
+          m.emplace_back(std::move(key), std::move(v));
+        } else {
+          SkipValue(1);
+        }
+        SkipWs();
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < s_.size() && s_[pos_] == '}') {
+          ++pos_;
+          break;
+        }
+        Fail("expected ',' or '}'");
+      }
+    }
+    SkipWs();
+    if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
+    return Value(std::move(m));
+  }
+
+ private:
   unsigned ParseHex4() {
     if (pos_ + 4 > s_.size()) Fail("truncated \\u escape");
     unsigned v = 0;
@@ -406,6 +536,8 @@ class Parser {
 
   std::string_view s_;
   std::size_t pos_ = 0;
+  ValueMap members_;
+  ValueList items_;
 };
 
 }  // namespace
@@ -478,5 +610,9 @@ std::string ToJson(const Value& v, const JsonStyle& style) {
 }
 
 Value ParseJson(std::string_view text) { return Parser(text).ParseDocument(); }
+
+Value ParseJsonMembers(std::string_view text, std::span<const std::string_view> keys) {
+  return Parser(text).ParseMembers(keys);
+}
 
 }  // namespace brine

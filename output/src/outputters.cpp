@@ -6,6 +6,7 @@
 #include "highstate.h"
 #include "nested.h"
 #include "pprint.h"
+#include "render_unstripped.h"
 #include "py_text.h"
 #include "yaml_emitter.h"
 
@@ -80,19 +81,23 @@ bool IsKnownOutputter(std::string_view name) {
   return false;
 }
 
-std::string Render(std::string_view outputter, const Value& data, const OutputOptions& options) {
-  if (outputter == "nested") return Printed(Nested(data, options));
-  if (outputter == "json") return Printed(Json(data, options));
-  if (outputter == "yaml") return Printed(Yaml(data, options));
-  if (outputter == "txt" || outputter == "text") return Printed(Txt(data));
-  if (outputter == "raw") return Printed(py::Str(data));
+std::string RenderUnstripped(std::string_view outputter, const Value& data, const OutputOptions& options) {
+  if (outputter == "nested") return Nested(data, options);
+  if (outputter == "json") return Json(data, options);
+  if (outputter == "yaml") return Yaml(data, options);
+  if (outputter == "txt" || outputter == "text") return Txt(data);
+  if (outputter == "raw") return py::Str(data);
   if (outputter == "highstate") {
     const std::optional<std::string> text =
         RenderHighstate(data, HighstateStyle{.colors = PaletteFor(options), .strip_esc = StripEsc(options)});
     // Salt's try_printout: an outputter that fails falls back to nested.
-    return Printed(text.has_value() ? *text : Nested(data, options));
+    return text.has_value() ? *text : Nested(data, options);
   }
   throw UnknownOutputter("unknown outputter: " + std::string(outputter));
+}
+
+std::string Render(std::string_view outputter, const Value& data, const OutputOptions& options) {
+  return Printed(RenderUnstripped(outputter, data, options));
 }
 
 }  // namespace brine::output

@@ -30,7 +30,7 @@ void AppendHex(char32_t v, int digits, std::string& out) {
 // Works on the bytes: only the characters at the two ends are decoded, so
 // stripping a multi-megabyte output costs nothing. A byte that is not valid
 // UTF-8 stands for U+DC80..U+DCFF (surrogateescape), which is never a space.
-std::string StripImpl(std::string_view bytes, bool left, bool right) {
+std::string_view StripView(std::string_view bytes, bool left, bool right) {
   std::size_t begin = 0;
   std::size_t end = bytes.size();
   if (left) {
@@ -50,7 +50,11 @@ std::string StripImpl(std::string_view bytes, bool left, bool right) {
       end = start;
     }
   }
-  return std::string(bytes.substr(begin, end - begin));
+  return bytes.substr(begin, end - begin);
+}
+
+std::string StripImpl(std::string_view bytes, bool left, bool right) {
+  return std::string(StripView(bytes, left, right));
 }
 
 // Digits with single underscores between them (PEP 515), at least one digit.
@@ -176,6 +180,7 @@ std::vector<std::string> SplitLines(std::string_view bytes, bool keepends) {
 
 std::string Strip(std::string_view bytes) { return StripImpl(bytes, true, true); }
 std::string RStrip(std::string_view bytes) { return StripImpl(bytes, false, true); }
+std::size_t RStripLength(std::string_view bytes) { return StripView(bytes, false, true).size(); }
 std::string LStrip(std::string_view bytes) { return StripImpl(bytes, true, false); }
 
 std::string StrRepr(std::string_view bytes) {

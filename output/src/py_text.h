@@ -36,6 +36,8 @@ void AppendEncoded(char32_t c, std::string& out);
 // str.strip(), str.rstrip(), str.lstrip() without arguments.
 [[nodiscard]] std::string Strip(std::string_view bytes);
 [[nodiscard]] std::string RStrip(std::string_view bytes);
+// The length of RStrip(bytes), which is a prefix of `bytes`.
+[[nodiscard]] std::size_t RStripLength(std::string_view bytes);
 [[nodiscard]] std::string LStrip(std::string_view bytes);
 
 // repr() of a str: quotes chosen as Python does, escapes for non-printables.

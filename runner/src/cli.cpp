@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -123,26 +124,71 @@ struct Rendered {
   std::string warning;
 };
 
+// The outputter for a result whose own outputter is `own` ("" for none).
+std::string OutputterName(const Options& o, const std::string& own, std::string& warning) {
+  std::string name = own.empty() ? "nested" : own;
+  if (o.out && !o.out->empty() && *o.out != "highstate") name = *o.out;
+  if (!output::IsKnownOutputter(name)) {
+    warning = "Invalid outputter " + name + " specified, fall back to nested";
+    name = "nested";
+  }
+  return name;
+}
+
+output::OutputOptions OutputOptionsFor(const Options& o, bool color) {
+  output::OutputOptions opts;
+  opts.indent = o.out_indent;
+  opts.color = color ? output::OutputOptions::Color::kOn : output::OutputOptions::Color::kOff;
+  return opts;
+}
+
 Rendered Render(const Options& o, const Value& result, bool color) {
-  std::string name = "nested";
+  std::string own;
   const Value* data = &result;
   if (result.is_map() && result.as_map().size() == 2 && result.Find("outputter") != nullptr &&
       result.Find("data") != nullptr) {
     data = result.Find("data");
-    if (const std::string* own = result.FindString("outputter"); own != nullptr && !own->empty()) name = *own;
+    if (const std::string* name = result.FindString("outputter")) own = *name;
   }
-  if (o.out && !o.out->empty() && *o.out != "highstate") name = *o.out;
   Rendered r;
-  if (!output::IsKnownOutputter(name)) {
-    r.warning = "Invalid outputter " + name + " specified, fall back to nested";
-    name = "nested";
-  }
-  output::OutputOptions opts;
-  opts.indent = o.out_indent;
-  opts.color = color ? output::OutputOptions::Color::kOn : output::OutputOptions::Color::kOff;
-  r.text = output::Render(name, *data, opts);
+  const std::string name = OutputterName(o, own, r.warning);
+  r.text = output::Render(name, *data, OutputOptionsFor(o, color));
   return r;
 }
+
+// Where a streamed result goes: stdout, or appended to --out-file.
+class StreamTarget {
+ public:
+  StreamTarget(const Options& o, bool color, std::ostream& out, std::ostream& err)
+      : o_(o), color_(color), out_(out), err_(err) {}
+
+  std::unique_ptr<output::MapStream> Open(const Value& outputter) {
+    std::string warning;
+    const std::string* own = outputter.is_string() ? &outputter.as_string() : nullptr;
+    const std::string name = OutputterName(o_, own != nullptr ? *own : std::string(), warning);
+    if (!warning.empty()) err_ << "brine-run: " << warning << "\n";
+    std::ostream* dest = &out_;
+    if (o_.out_file) {
+      file_ = std::make_unique<std::ofstream>(*o_.out_file, std::ios::app | std::ios::binary);
+      dest = file_.get();
+    }
+    return std::make_unique<output::MapStream>(name, OutputOptionsFor(o_, color_ && !o_.out_file), *dest);
+  }
+
+  // After the function: whether everything streamed reached its destination.
+  [[nodiscard]] bool Ok() {
+    out_.flush();
+    if (file_) file_->flush();
+    return !file_ || static_cast<bool>(*file_);
+  }
+
+ private:
+  const Options& o_;
+  bool color_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::unique_ptr<std::ofstream> file_;
+};
 
 int Emit(const Options& o, const Value& result, bool color, std::ostream& out, std::ostream& err) {
   const Rendered r = Render(o, result, color && !o.out_file);
@@ -220,6 +266,8 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
   }
   SystemClock clock;
   Context ctx(cfg, clock, out);
+  StreamTarget streamed(o, color, out, err);
+  ctx.SetMapStreamOpener([&](const Value& outputter) { return streamed.Open(outputter); });
   Value result;
   try {
     const ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
@@ -237,7 +285,11 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     err << "brine-run: " << e.what() << "\n";
     return kExitRuntime;
   }
-  if (ctx.result_suppressed()) return kExitOk;
+  if (ctx.result_suppressed()) {
+    if (streamed.Ok()) return kExitOk;
+    err << "brine-run: cannot write to " << (o.out_file ? o.out_file->string() : "stdout") << "\n";
+    return kExitRuntime;
+  }
   return Emit(o, result, color, out, err);
 }
 

@@ -12,6 +12,7 @@
 #include "brine/config/master_config.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
+#include "brine/output/map_stream.h"
 #include "brine/store/queues.h"
 #include "brine/store/store.h"
 
@@ -36,6 +37,14 @@ class Context {
   [[nodiscard]] std::ostream& out() { return out_; }
   // The function printed its own output: its return value is not rendered.
   void SuppressResult() { result_suppressed_ = true; }
+  // Prints a map result entry by entry through the command line's outputter,
+  // as returning Wrap(outputter, <the map>) would print it; the function then
+  // calls SuppressResult. Set by the command line before the call.
+  using MapStreamOpener = std::function<std::unique_ptr<output::MapStream>(const Value& outputter)>;
+  void SetMapStreamOpener(MapStreamOpener opener) { open_map_stream_ = std::move(opener); }
+  [[nodiscard]] std::unique_ptr<output::MapStream> OpenMapStream(const Value& outputter) {
+    return open_map_stream_(outputter);
+  }
   [[nodiscard]] bool result_suppressed() const { return result_suppressed_; }
 
  private:
@@ -43,6 +52,7 @@ class Context {
   const Clock& clock_;
   std::ostream& out_;
   bool result_suppressed_ = false;
+  MapStreamOpener open_map_stream_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::Queues> queues_;
 };

@@ -26,36 +26,44 @@ std::string StartTime(const std::string& jid) {
   }
 }
 
-Value ArgumentsOf(const Value& load) {
-  const Value* arg = load.Find("arg");
-  if (arg == nullptr || arg->is_null()) return Value::EmptyList();
-  if (arg->is_list()) return *arg;
-  return Value::List({*arg});
+// Moves load[key] out, or gives `fallback` when the load has no such key.
+Value Take(Value& load, std::string_view key, const char* fallback) {
+  Value* v = load.Find(key);
+  return v != nullptr ? std::move(*v) : Value(fallback);
 }
 
-Value Or(const Value* v, Value fallback) { return v != nullptr ? *v : std::move(fallback); }
+Value ArgumentsOf(Value& load) {
+  Value* found = load.Find("arg");
+  if (found == nullptr || found->is_null()) return Value::EmptyList();
+  Value arg = std::move(*found);
+  if (arg.is_list()) return arg;
+  return Value::List({std::move(arg)});
+}
 
 // The fields both of Salt's job formatters start with, with Salt's defaults:
-// Function, Arguments, Target, Target-type, User.
-Value JobFields(const Value& load) {
-  return Value(ValueMap{{"Function", Or(load.Find("fun"), "unknown-function")},
-                        {"Arguments", ArgumentsOf(load)},
-                        {"Target", Or(load.Find("tgt"), "unknown-target")},
-                        {"Target-type", Or(load.Find("tgt_type"), "list")},
-                        {"User", Or(load.Find("user"), "root")}});
+// Function, Arguments, Target, Target-type, User. Moves them out of `load`.
+Value JobFields(Value& load) {
+  ValueMap fields;
+  fields.reserve(8);  // room for Metadata, Minions, StartTime and EndTime after these
+  fields.emplace_back("Function", Take(load, "fun", "unknown-function"));
+  fields.emplace_back("Arguments", ArgumentsOf(load));
+  fields.emplace_back("Target", Take(load, "tgt", "unknown-target"));
+  fields.emplace_back("Target-type", Take(load, "tgt_type", "list"));
+  fields.emplace_back("User", Take(load, "user", "root"));
+  return Value(std::move(fields));
 }
 
 // salt.utils.jid.format_job_instance with the record's metadata: the job
 // fields, then [Metadata].
-Value FormatJob(const Value& load, const Value& metadata) {
+Value FormatJob(Value load, Value metadata) {
   Value out = JobFields(load);
-  if (!metadata.is_null()) out.as_map().emplace_back("Metadata", metadata);
+  if (!metadata.is_null()) out.as_map().emplace_back("Metadata", std::move(metadata));
   return out;
 }
 
 // The jobs runner's private _format_job_instance (list_job, print_job): the
 // metadata only from the load's keys, and Minions copied from get_load.
-Value FormatJobPrivate(const Value& load) {
+Value FormatJobPrivate(Value load) {
   if (!load.is_map() || load.as_map().empty()) return Value::Map({{"Error", kNoJob}});
   Value out = JobFields(load);
   if (const Value* m = load.Find("metadata")) {
@@ -69,21 +77,33 @@ Value FormatJobPrivate(const Value& load) {
 
 Value Wrap(const Value& outputter, Value data) {
   if (outputter.is_null() || (outputter.is_string() && outputter.as_string().empty())) return data;
-  return Value::Map({{"outputter", outputter}, {"data", std::move(data)}});
+  // Moved into place, not listed in an initializer list, which would copy the data.
+  ValueMap wrapped(2);
+  wrapped[0] = {"outputter", outputter};
+  wrapped[1].first = "data";
+  wrapped[1].second = std::move(data);
+  return Value(std::move(wrapped));
 }
 
 bool StoreEndtime(Context& ctx) { return ctx.config().job_cache_store_endtime; }
 
-// {jid: record} for list_jobs.
-Value ListJobs(Context& ctx, const store::JobFilter& filter) {
-  Value out = Value::EmptyMap();
-  for (const auto& job : ctx.Store().GetJids(filter)) {
-    Value rec = FormatJob(job.load, job.metadata);
-    rec.Set("StartTime", StartTime(job.jid));
-    if (StoreEndtime(ctx) && job.endtime && !job.endtime->empty()) rec.Set("EndTime", *job.endtime);
-    out.as_map().emplace_back(job.jid, std::move(rec));
-  }
-  return out;
+// The load keys JobFields shows.
+constexpr std::string_view kListedKeys[] = {"fun", "arg", "tgt", "tgt_type", "user"};
+
+// list_jobs prints {jid: record} as it reads: a day of a big fleet is 100k
+// jobs, whose records as one Value would take far more memory than their text.
+void ListJobs(Context& ctx, store::JobFilter filter, const Value& outputter) {
+  filter.load_keys.assign(std::begin(kListedKeys), std::end(kListedKeys));
+  const bool endtime = StoreEndtime(ctx);
+  const auto stream = ctx.OpenMapStream(outputter);
+  ctx.Store().ForEachJob(filter, [&](store::JobRecord&& job) {
+    Value rec = FormatJob(std::move(job.load), std::move(job.metadata));
+    rec.as_map().emplace_back("StartTime", StartTime(job.jid));
+    if (endtime && job.endtime && !job.endtime->empty()) rec.as_map().emplace_back("EndTime", *job.endtime);
+    stream->Add(std::move(job.jid), std::move(rec));
+  });
+  stream->Finish();
+  ctx.SuppressResult();
 }
 
 // jobs.list_job: {"jid", <formatted load>, "StartTime", "Result", ["EndTime"]}.
@@ -101,17 +121,20 @@ Value ListJob(Context& ctx, const std::string& jid) {
 }
 
 Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missing) {
-  const Value data = ListJob(ctx, jid);
+  Value data = ListJob(ctx, jid);
   const Value* targeted = data.Find("Minions");
-  const Value* returns = data.Find("Result");
+  Value* returns = data.Find("Result");
   // Minion names are unique in both lists; maps are built by appending, with
   // a set for membership, so a job of 10,000 returns stays linear.
   Value ret = Value::EmptyMap();
   std::unordered_set<std::string_view> answered;
   if (returns != nullptr) {
-    for (const auto& [minion, r] : returns->as_map()) {
+    ret.as_map().reserve(returns->as_map().size());
+    for (auto& [minion, r] : returns->as_map()) {
       answered.insert(minion);
-      if (returned) ret.as_map().emplace_back(minion, Or(r.Find("return"), Value()));
+      if (!returned) continue;
+      Value* v = r.Find("return");
+      ret.as_map().emplace_back(minion, v != nullptr ? std::move(*v) : Value());
     }
   }
   if (missing && targeted != nullptr && targeted->is_list()) {
@@ -124,7 +147,7 @@ Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missin
   // The outputter of the first return, when it asked for one (state runs: highstate).
   if (returns != nullptr && !returns->as_map().empty()) {
     const Value* out = returns->as_map().front().second.Find("out");
-    if (out != nullptr && out->Truthy()) return Value::Map({{"outputter", *out}, {"data", std::move(ret)}});
+    if (out != nullptr && out->Truthy()) return Wrap(*out, std::move(ret));
   }
   return ret;
 }
@@ -264,7 +287,8 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
         }
         if (!a[9].is_null()) f.has_returns = a[9].Truthy();
         if (!a[10].is_null()) f.has_failures = a[10].Truthy();
-        return Wrap(a[1], ListJobs(ctx, f));
+        ListJobs(ctx, std::move(f), a[1]);
+        return Value();
       },
   });
   fns.push_back({

@@ -6,6 +6,7 @@
 #include <SQLiteCpp/Statement.h>
 
 #include <algorithm>
+#include <exception>
 #include <unistd.h>
 #include <unordered_map>
 
@@ -435,9 +436,10 @@ class SqliteStore final : public Store {
   Value GetJid(const std::string& jid) override {
     return Read("get_jid", [&] {
       Value out = Value::EmptyMap();
-      ForEachReturn(jid, [&](std::string minion, Value full) {
+      static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
+      ForEachReturn(jid, kKeys, [&](std::string minion, Value full) {
         Value r = Value::EmptyMap();
-        for (const char* key : {"return", "retcode", "success", "out"}) {
+        for (const std::string_view key : kKeys) {
           if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
         }
         out.as_map().emplace_back(std::move(minion), std::move(r));
@@ -449,7 +451,7 @@ class SqliteStore final : public Store {
   Value GetJidFull(const std::string& jid) override {
     return Read("get_jid", [&] {
       Value out = Value::EmptyMap();
-      ForEachReturn(jid, [&](std::string minion, Value full) {
+      ForEachReturn(jid, {}, [&](std::string minion, Value full) {
         out.as_map().emplace_back(std::move(minion), std::move(full));
       });
       return out;
@@ -457,7 +459,24 @@ class SqliteStore final : public Store {
   }
 
   std::vector<JobRecord> GetJids(const JobFilter& filter) override {
-    return Read("get_jids", [&] {
+    std::vector<JobRecord> jobs;
+    ForEachJob(filter, [&](JobRecord&& r) { jobs.push_back(std::move(r)); });
+    return jobs;
+  }
+
+  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
+    // The caller's own failures pass through untranslated.
+    std::exception_ptr caller_failure;
+    const auto deliver = [&](JobRecord&& r) {
+      try {
+        fn(std::move(r));
+        return true;
+      } catch (...) {
+        caller_failure = std::current_exception();
+        return false;
+      }
+    };
+    Read("get_jids", [&] {
       std::string sql = "SELECT jid, load, metadata, endtime FROM job WHERE load IS NOT NULL";
       std::vector<std::string> binds;
       if (filter.jid_min) {
@@ -508,18 +527,29 @@ class SqliteStore final : public Store {
                           : " ORDER BY jid";
       SQLite::Statement q(*db_, sql);
       for (std::size_t i = 0; i < binds.size(); ++i) q.bind(static_cast<int>(i + 1), binds[i]);
-      std::vector<JobRecord> jobs;
-      while (q.executeStep()) {
+      auto record = [&] {
         JobRecord r;
         r.jid = q.getColumn(0).getString();
-        r.load = ParseJson(q.getColumn(1).getString());
+        const SQLite::Column load = q.getColumn(1);
+        const std::string_view text(load.getText(), static_cast<std::size_t>(load.getBytes()));
+        r.load = filter.load_keys.empty() ? ParseJson(text) : ParseJsonMembers(text, filter.load_keys);
         if (!q.getColumn(2).isNull()) r.metadata = ParseJson(q.getColumn(2).getString());
         if (!q.getColumn(3).isNull()) r.endtime = q.getColumn(3).getString();
-        jobs.push_back(std::move(r));
+        return r;
+      };
+      if (filter.limit) {
+        // Newest first from the index, handed out oldest first.
+        std::vector<JobRecord> newest;
+        while (q.executeStep()) newest.push_back(record());
+        for (auto it = newest.rbegin(); it != newest.rend() && deliver(std::move(*it)); ++it) {
+        }
+      } else {
+        while (q.executeStep() && deliver(record())) {
+        }
       }
-      if (filter.limit) std::reverse(jobs.begin(), jobs.end());
-      return jobs;
+      return 0;
     });
+    if (caller_failure) std::rethrow_exception(caller_failure);
   }
 
   std::vector<JobRecord> GetJidsFilter(std::size_t count, FindJobs find_jobs) override {
@@ -890,13 +920,15 @@ class SqliteStore final : public Store {
   }
 
   template <class F>
-  void ForEachReturn(const std::string& jid, F&& f) {
+  void ForEachReturn(const std::string& jid, std::span<const std::string_view> keys, F&& f) {
     auto& q = Stmt(
         "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
         " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = ? ORDER BY m.name");
     q.bind(1, jid);
     while (q.executeStep()) {
-      f(q.getColumn(0).getString(), ParseJson(q.getColumn(1).getString()));
+      const SQLite::Column full = q.getColumn(1);
+      const std::string_view text(full.getText(), static_cast<std::size_t>(full.getBytes()));
+      f(q.getColumn(0).getString(), keys.empty() ? ParseJson(text) : ParseJsonMembers(text, keys));
     }
   }
 

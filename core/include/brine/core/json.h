@@ -16,6 +16,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -67,5 +68,11 @@ void WriteJson(const Value& v, const JsonStyle& style, std::string& out);
 // Throws JsonError with the byte offset on malformed input.
 inline constexpr int kMaxJsonDepth = 1000;
 [[nodiscard]] Value ParseJson(std::string_view text);
+
+// Only the members of a top-level JSON object whose keys are in `keys`, in
+// document order, as a map; the other members are checked for syntax and
+// skipped without building anything (a job listing reads five keys of each
+// load). Throws JsonError as ParseJson does, and when the text is not an object.
+[[nodiscard]] Value ParseJsonMembers(std::string_view text, std::span<const std::string_view> keys);
 
 }  // namespace brine

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -119,6 +120,9 @@ struct JobFilter {
   std::optional<bool> has_failures;
   // Keep only the newest `limit` matching jobs (still returned oldest first).
   std::optional<std::size_t> limit;
+  // When not empty, JobRecord::load holds only these top-level keys of the
+  // load: a listing that shows five fields skips parsing the rest.
+  std::vector<std::string_view> load_keys;
 };
 
 struct CleanResult {
@@ -232,6 +236,10 @@ class Store {
   // Jobs that have a load and pass `filter`, in jid order. `minions` is left
   // empty here (Salt's get_jids has no Minions); GetLoad has them.
   [[nodiscard]] virtual std::vector<JobRecord> GetJids(const JobFilter& filter) = 0;
+  // GetJids one job at a time, for listings too big to hold: `fn` sees each
+  // record in jid order while the read transaction is open (so it must not
+  // call back into this Store). Exceptions from `fn` propagate.
+  virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
   // The newest `count` jobs, oldest first, without saltutil.find_job when asked.
   enum class FindJobs { kKeep, kDrop };
   [[nodiscard]] virtual std::vector<JobRecord> GetJidsFilter(std::size_t count,

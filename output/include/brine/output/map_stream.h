@@ -1,0 +1,51 @@
+// A top-level map printed entry by entry, for results too big to hold as one
+// Value (jobs.list_jobs over a day of a big fleet). The bytes written are
+// exactly what Render(outputter, <the whole map>, options) returns.
+#pragma once
+
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "brine/core/value.h"
+#include "brine/output/outputters.h"
+
+namespace brine::output {
+
+class MapStream {
+ public:
+  // Writes to `out`, which must outlive the stream. Throws UnknownOutputter
+  // for an unsupported name.
+  MapStream(std::string_view outputter, const OutputOptions& options, std::ostream& out);
+  ~MapStream();
+  MapStream(const MapStream&) = delete;
+  MapStream& operator=(const MapStream&) = delete;
+
+  // Adds one entry. Keys must be distinct and, because nested and yaml print
+  // maps sorted, added in ascending code-point order (for ASCII keys such as
+  // jids: byte order); an out-of-order key throws std::logic_error. json,
+  // nested and block-style yaml are written as entries arrive; the other
+  // outputters (and flow-style yaml) need the whole map and print on Finish.
+  void Add(std::string key, Value value);
+  // Writes what is still held back (at most the trailing whitespace Salt's
+  // display_output strips, or the buffered map). Call once, after the last Add.
+  void Finish();
+
+ private:
+  enum class Mode { kJson, kNested, kYamlBlock, kBuffered };
+  void Write(std::string_view text);
+
+  std::string outputter_;
+  OutputOptions options_;
+  std::ostream& out_;
+  Mode mode_;
+  std::size_t count_ = 0;
+  std::string last_key_;
+  std::string held_;       // trailing whitespace not yet known to be interior
+  bool wrote_ = false;     // something other than whitespace was written
+  ValueMap buffered_;      // kBuffered: the whole map
+  std::string scratch_;    // one entry's text, reused
+};
+
+}  // namespace brine::output

@@ -1,0 +1,108 @@
+#include "brine/output/map_stream.h"
+
+#include <stdexcept>
+
+#include "brine/core/json.h"
+#include "py_text.h"
+#include "render_unstripped.h"
+
+namespace brine::output {
+namespace {
+
+// The text of one `key: value` entry as it appears inside the rendering of a
+// whole map: the rendering of the one-entry map minus the map's own brackets.
+std::string_view Between(std::string_view text, std::string_view open, std::string_view close) {
+  text.remove_prefix(open.size());
+  text.remove_suffix(close.size());
+  return text;
+}
+
+}  // namespace
+
+MapStream::MapStream(std::string_view outputter, const OutputOptions& options, std::ostream& out)
+    : outputter_(outputter), options_(options), out_(out) {
+  if (!IsKnownOutputter(outputter)) throw UnknownOutputter("unknown outputter: " + std::string(outputter));
+  if (outputter == "json") {
+    mode_ = Mode::kJson;
+  } else if (outputter == "nested") {
+    mode_ = Mode::kNested;
+  } else if (outputter == "yaml" && !(options.indent && *options.indent < 0)) {
+    mode_ = Mode::kYamlBlock;
+  } else {
+    // txt/raw/highstate look at the map as a whole; flow yaml is one line.
+    mode_ = Mode::kBuffered;
+  }
+}
+
+MapStream::~MapStream() = default;
+
+// Salt's display_output prints text.rstrip() and a newline. Streaming, only
+// the whitespace at the very end is stripped, so each chunk's trailing
+// whitespace is held back until more text follows it.
+void MapStream::Write(std::string_view text) {
+  const std::size_t body = py::RStripLength(text);
+  if (body == 0) {
+    held_.append(text);
+    return;
+  }
+  out_ << held_;
+  out_.write(text.data(), static_cast<std::streamsize>(body));
+  held_.assign(text.substr(body));
+  wrote_ = true;
+}
+
+void MapStream::Add(std::string key, Value value) {
+  if (count_ > 0 && !py::CodePointLess(last_key_, key)) {
+    throw std::logic_error("MapStream: key '" + key + "' is not after '" + last_key_ + "'");
+  }
+  last_key_ = key;
+  ++count_;
+  if (mode_ == Mode::kBuffered) {
+    buffered_.emplace_back(std::move(key), std::move(value));
+    return;
+  }
+  ValueMap entry;  // not ValueMap{{...}}: an initializer list would copy the value
+  entry.emplace_back(std::move(key), std::move(value));
+  const Value one(std::move(entry));
+  switch (mode_) {
+    case Mode::kJson: {
+      const int indent = options_.indent.value_or(4);
+      std::string& text = scratch_;
+      text.clear();
+      WriteJson(one, JsonStyle::Python(indent < 0 ? -1 : indent), text);
+      if (indent < 0) {
+        Write(count_ == 1 ? "{" : ", ");
+        Write(Between(text, "{", "}"));
+      } else {
+        Write(count_ == 1 ? "{\n" : ",\n");
+        Write(Between(text, "{\n", "\n}"));
+      }
+      break;
+    }
+    case Mode::kNested: {
+      // Lines of the whole map are joined by "\n"; each entry is a run of them.
+      if (count_ > 1) Write("\n");
+      Write(RenderUnstripped("nested", one, options_));
+      break;
+    }
+    // Block mappings are one entry after another, each starting in column 0.
+    case Mode::kYamlBlock: Write(RenderUnstripped("yaml", one, options_)); break;
+    case Mode::kBuffered: break;
+  }
+}
+
+void MapStream::Finish() {
+  if (count_ == 0) {
+    out_ << Render(outputter_, Value::EmptyMap(), options_);
+    return;
+  }
+  if (mode_ == Mode::kBuffered) {
+    out_ << Render(outputter_, Value(std::move(buffered_)), options_);
+    return;
+  }
+  if (mode_ == Mode::kJson) Write(options_.indent.value_or(4) < 0 ? "}" : "\n}");
+  if (wrote_) out_ << '\n';
+  held_.clear();
+}
+
+}  // namespace brine::output
