@@ -553,7 +553,7 @@ TEST_CASE("config: a missing master file gives Salt's defaults", "[config]") {
   CHECK(c.brine.flush_interval_ms == 100);
   CHECK(c.brine.sync == MasterConfig::Brine::Sync::kNormal);
   CHECK(c.brine.max_frame_bytes == 67108864);
-  CHECK(c.brine.max_queue_mb == 64);
+  CHECK(c.brine.max_queue_mb == 32);
   CHECK(c.brine.keep_events_seconds == 86400);
   CHECK(c.brine.active_window_s == 300);
   CHECK(c.brine.send_timeout_ms == 2000);

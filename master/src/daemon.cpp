@@ -49,7 +49,7 @@ void InstallSignalHandlers() {
 }
 
 // Frames one connection may have waiting in ZeroMQ's receive pipe.
-constexpr int kPullHighWaterMark = 100000;
+constexpr int kPullHighWaterMark = 20000;
 
 // Exit codes.
 constexpr int kExitOk = 0;

@@ -42,6 +42,12 @@ std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& pa
   if (read_only && !std::filesystem::exists(path)) {
     throw StoreError("no brine store at " + path.string());
   }
+  // SQLite's allocation statistics take a process-wide mutex on every malloc
+  // and free; nothing of brine reads them. This must precede SQLite's
+  // initialisation, so it is set before the first connection of the process
+  // (and is a harmless no-op if something else initialised SQLite first).
+  static const bool kNoMemStatus = [] { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0) == SQLITE_OK; }();
+  (void)kNoMemStatus;
   std::unique_ptr<SQLite::Database> db;
   const std::string where = "opening " + path.string();
   try {

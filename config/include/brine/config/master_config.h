@@ -76,7 +76,7 @@
 //   brine.batch_max_events    10000          brine.flush_interval_ms   100
 //   brine.sync                "normal" or "full"
 //   brine.max_frame_bytes     67108864 (64 MiB)
-//   brine.max_queue_mb        64 (at most 2^43 - 1, so bytes fit 64 bits)
+//   brine.max_queue_mb        32 (at most 2^43 - 1, so bytes fit 64 bits)
 //   brine.keep_events_seconds the effective keep_jobs_seconds (0 = keep forever)
 //   brine.active_window_s     300            brine.send_timeout_ms     2000
 // Other brine.* keys are ignored with a warning in `warnings`.
@@ -138,7 +138,7 @@ struct MasterConfig {
     std::int64_t flush_interval_ms = 100;
     Sync sync = Sync::kNormal;
     std::int64_t max_frame_bytes = 64 * 1024 * 1024;
-    std::int64_t max_queue_mb = 64;
+    std::int64_t max_queue_mb = 32;
     std::int64_t keep_events_seconds = 86400;
     std::int64_t active_window_s = 300;
     std::int64_t send_timeout_ms = 2000;
