@@ -214,20 +214,32 @@ class SqliteStore final : public Store {
   void SaveLoad(const std::string& jid, const Value& load,
                 const std::optional<std::vector<std::string>>& minions) override {
     if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
-    const std::string text = ToJson(load);
-    const Value* metadata = LoadMetadata(load);
     Write("save_load", [&] {
       JobEntry& job = EnsureJob(jid);
-      auto& q = Stmt(
-          "UPDATE job SET load = ?, fun = ?, load_kind = 2,"
-          " metadata = coalesce(metadata, ?) WHERE id = ?");
-      q.bind(1, text);
-      BindOptionalText(q, 2, load.FindString("fun") ? std::optional(*load.FindString("fun")) : std::nullopt);
-      BindOptionalText(q, 3, metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
-      q.bind(4, job.id);
-      q.exec();
-      job.load_kind = kLoadPublish;
-      if (metadata != nullptr) job.has_metadata = true;
+      if (job.load_kind != kLoadCachePublish) PutLoad(job, load, kLoadPublish);
+      if (minions) MergeMinions(job, *minions);
+    });
+  }
+
+  void SaveCacheLoad(const std::string& jid, const Value& load,
+                     const std::optional<std::vector<std::string>>& minions) override {
+    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
+    const std::string* cmd = load.FindString("cmd");
+    Write("save_load", [&] {
+      JobEntry& job = EnsureJob(jid);
+      if (cmd != nullptr && *cmd == "publish") {
+        PutLoad(job, load, kLoadCachePublish);
+      } else if (cmd != nullptr && *cmd == "_return") {
+        // store_job hands every return to save_load when the cache is not
+        // local_cache (spec 7.1 step 11); the publish load must survive it
+        // (case C6). A job with no load yet gets Returner's stub.
+        const Value* minion = load.Find("id");
+        if (job.load_kind == kLoadNone && minion != nullptr && minion->is_string() && !minion->as_string().empty()) {
+          SaveStubLoad(job, jid, load, MinionId(minion->as_string()));
+        }
+      } else if (job.load_kind != kLoadCachePublish) {
+        PutLoad(job, load, kLoadPublish);
+      }
       if (minions) MergeMinions(job, *minions);
     });
   }
@@ -606,6 +618,8 @@ class SqliteStore final : public Store {
   static constexpr int kLoadNone = 0;
   static constexpr int kLoadStub = 1;
   static constexpr int kLoadPublish = 2;
+  // The master's own publish load, from Salt's save_load (migration 0003).
+  static constexpr int kLoadCachePublish = 3;
 
   struct JobEntry {
     std::int64_t id = 0;
@@ -775,6 +789,21 @@ class SqliteStore final : public Store {
       job.stub_minions = false;
     }
     for (const std::string& m : minions) AddExpected(job.id, MinionId(m));
+  }
+
+  void PutLoad(JobEntry& job, const Value& load, int kind) {
+    const Value* metadata = LoadMetadata(load);
+    auto& q = Stmt(
+        "UPDATE job SET load = ?, fun = ?, load_kind = ?,"
+        " metadata = coalesce(metadata, ?) WHERE id = ?");
+    q.bind(1, ToJson(load));
+    BindOptionalText(q, 2, load.FindString("fun") ? std::optional(*load.FindString("fun")) : std::nullopt);
+    q.bind(3, kind);
+    BindOptionalText(q, 4, metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
+    q.bind(5, job.id);
+    q.exec();
+    job.load_kind = kind;
+    if (metadata != nullptr) job.has_metadata = true;
   }
 
   // Salt's store_job defaults for a jid whose publish was never seen (spec 7.1 step 3).

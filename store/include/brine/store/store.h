@@ -166,11 +166,23 @@ class Store {
   enum class Caching { kCache, kNoCache };
   virtual std::string PrepJid(Caching caching, const std::optional<std::string>& passed_jid) = 0;
 
-  // Stores the publish load of `jid` (a map), replacing an earlier load. The
+  // Stores the publish load of `jid` (a map) as an event announced it,
+  // replacing an earlier load unless SaveCacheLoad stored the master's own. The
   // `minions` merge into the expected set; when the job only had a stub made
   // from a return, the stub's minions are dropped first.
   virtual void SaveLoad(const std::string& jid, const Value& load,
                         const std::optional<std::vector<std::string>>& minions) = 0;
+
+  // Salt's save_load as a master_job_cache receives it (the Salt returner
+  // plug-in, spec 3.1 step 4 and 7.1 step 11), by the load's `cmd`:
+  //   "publish"  the master's publish load: replaces any load, and marks it
+  //              so that SaveLoad (an event's copy) no longer replaces it;
+  //   "_return"  store_job's copy of a minion return: never replaces a load
+  //              (case C6); a job without one gets the stub Returner makes;
+  //   otherwise  as SaveLoad (e.g. a batch job's own load, case D14).
+  // The `minions` merge into the expected set in every case.
+  virtual void SaveCacheLoad(const std::string& jid, const Value& load,
+                             const std::optional<std::vector<std::string>>& minions) = 0;
 
   // Merges `minions` into the expected set of `jid` (creating the job entry).
   // `syndic_id` is accepted for Salt's signature; lists merge either way.
