@@ -150,7 +150,12 @@ std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, co
     frame.received = clock.Now();
     frame.bytes.assign(static_cast<const char*>(msg.data()), msg.size());
     bool more = msg.more();
-    pub.send(msg, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
+    // The Salt returner plug-in's job-cache writes are brine's own business,
+    // never bus events (archiver.h).
+    const bool republish = more || !IsCacheFrame(frame.bytes);
+    if (republish) {
+      pub.send(msg, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
+    }
     while (more) {
       zmq::message_t part;
       (void)pull.recv(part, zmq::recv_flags::none);
@@ -213,6 +218,7 @@ int Run(const Args& args, std::ostream& err) {
   wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
   wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
   wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
+  wopts.spool_dir = cfg.cachedir / "brine-spool";
   Writer writer(wopts, archiver, log, queue, clock);
   try {
     writer.Open();
