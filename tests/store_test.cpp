@@ -366,6 +366,42 @@ TEST_CASE("store: archived return events share the return's payload", "[store]")
   REQUIRE(QueryText(f.path, "SELECT alter_time FROM salt_events LIMIT 1") == "2024-01-01 12:00:00.000\n");
 }
 
+TEST_CASE("store: a return Salt trimmed for its bus gives way to the whole one, and is no duplicate",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000007";
+  Value whole = Ret(jid, "m1", Value::Map({{"big", std::string(100, 'x')}, {"small", 1}}));
+  Value trimmed = Ret(jid, "m1", Value::Map({{"big", "VALUE_TRIMMED"}, {"small", 1}}));
+  // The trimmed event first (event_return), then the returner's whole load.
+  const auto first = s->Returner(trimmed);
+  REQUIRE(first.kind == ReturnOutcome::Kind::kStored);
+  std::vector<Event> events{{.tag = "salt/job/" + jid + "/ret/m1", .data = trimmed, .received = kT0,
+                             .same_as_return = first.id}};
+  s->EventReturn(events);
+  const auto second = s->Returner(whole);
+  REQUIRE(second.kind == ReturnOutcome::Kind::kCompleted);
+  REQUIRE(second.id == first.id);
+  REQUIRE(ToJson(s->GetJid(jid)) == R"({"m1":{"return":{"big":")" + std::string(100, 'x') +
+                                        R"(","small":1},"retcode":0,"success":true}})");
+  // The archive still holds the event as it was sent.
+  REQUIRE(QueryText(f.path, "SELECT tag, data FROM salt_events") ==
+          "salt/job/" + jid + "/ret/m1|" + ToJson(trimmed) + "\n");
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM ret") == "1\n");
+
+  // The other order: the whole one stays, the trimmed copy is not stored.
+  const std::string jid2 = "20240101120000000008";
+  whole.Set("jid", jid2);
+  trimmed.Set("jid", jid2);
+  REQUIRE(s->Returner(whole).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(s->Returner(trimmed).kind == ReturnOutcome::Kind::kTrimmedCopy);
+  REQUIRE(ToJson(s->GetJid(jid2)) == ToJson(s->GetJid(jid)));
+  // Two different whole payloads are still a conflict.
+  Value other = whole;
+  other.Set("return", "different");
+  REQUIRE(s->Returner(other).kind == ReturnOutcome::Kind::kConflict);
+}
+
 TEST_CASE("store: job metadata comes from the publish or the first return with a dict", "[store]") {
   Fixture f;
   auto s = f.Open();

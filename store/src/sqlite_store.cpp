@@ -846,9 +846,63 @@ class SqliteStore final : public Store {
       const Value* a = stored.Find("_stamp");
       const Value* b = ret.Find("_stamp");
       out.stamp_differs = a != nullptr && b != nullptr && !(*a == *b);
+      return;
+    }
+    const bool stored_trimmed = HasTrimmedValue(stored);
+    const bool new_trimmed = HasTrimmedValue(ret);
+    if (new_trimmed && !stored_trimmed) {
+      out.kind = ReturnOutcome::Kind::kTrimmedCopy;
+    } else if (stored_trimmed && !new_trimmed) {
+      ReplaceTrimmedReturn(out.id, ret);
+      out.kind = ReturnOutcome::Kind::kCompleted;
     } else {
       out.kind = ReturnOutcome::Kind::kConflict;
     }
+  }
+
+  // Salt's trim_dict puts this string where it cut a value out of an oversized event.
+  static bool HasTrimmedValue(const Value& v) {
+    if (v.is_string()) return v.as_string() == "VALUE_TRIMMED";
+    if (v.is_list()) {
+      for (const Value& item : v.as_list()) {
+        if (HasTrimmedValue(item)) return true;
+      }
+    } else if (v.is_map()) {
+      for (const auto& [key, item] : v.as_map()) {
+        if (HasTrimmedValue(item)) return true;
+      }
+    }
+    return false;
+  }
+
+  void ReplaceTrimmedReturn(ReturnId id, const Value& ret) {
+    // Archived events that share the trimmed payload keep it as their own.
+    SQLite::Statement keep(*db_,
+                           "UPDATE event SET"
+                           " data = (SELECT CASE WHEN event.stamp IS NULL THEN r.full_ret"
+                           "   ELSE json_set(r.full_ret, '$._stamp', event.stamp) END"
+                           "   FROM ret AS r WHERE r.id = event.ret_id),"
+                           " tag = coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name"
+                           "   FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+                           "   JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)),"
+                           " ret_id = NULL, stamp = NULL"
+                           " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
+    keep.bind(1, id);
+    keep.exec();
+    auto& q = Stmt("UPDATE ret SET full_ret = ?, success = ?, retcode = ? WHERE id = ?");
+    q.bind(1, ToJson(ret));
+    if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) {
+      q.bind(2, s->as_bool() ? 1 : 0);
+    } else {
+      q.bind(2);
+    }
+    if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
+      q.bind(3, static_cast<std::int64_t>(rc->as_int()));
+    } else {
+      q.bind(3);
+    }
+    q.bind(4, id);
+    q.exec();
   }
 
   void ArchiveOne(const Event& e) {

@@ -67,9 +67,15 @@ struct ReturnOutcome {
     kConflict,   // a different payload for a stored (jid, minion): the first is kept
     kNotCached,  // not stored: the jid is marked nocache, job_cache is off for it,
                  // or the load lacks `jid`, `id` or `return`
+    // The same return twice, once as Salt trimmed it for its event bus (a
+    // "VALUE_TRIMMED" string in place of big values) and once whole (the Salt
+    // plug-in's returner); neither is a duplicate and the whole one is kept:
+    kCompleted,  // the stored copy was the trimmed one: this load replaced it
+                 // (archived events that shared it keep their own copy)
+    kTrimmedCopy,  // this load is the trimmed copy of the stored one: not stored
   };
   Kind kind = Kind::kNotCached;
-  // The stored return (for kStored, kRepeat and kConflict); 0 otherwise.
+  // The stored return (for every kind but kNotCached); 0 otherwise.
   ReturnId id = 0;
   // For kRepeat: true when this load's `_stamp` differs from the stored one.
   bool stamp_differs = false;
