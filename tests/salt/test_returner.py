@@ -232,6 +232,28 @@ class BothWaysTest(MasterTestCase):
         self.assertEqual(seen, [b"salt/job/" + jid.encode() + b"/ret/web1", b"salt/job/" + jid.encode() + b"/ret/web2"])
 
 
+    def test_a_return_salt_trimmed_for_its_bus_is_kept_whole_from_the_returner(self):
+        cache = load_module(RETURNER_PATH, self.master.opts())
+        events = load_module(RETURNER_PATH, self.master.opts())
+        jid = cache.prep_jid()
+        cache.save_load(jid, publish_load(jid, fun="cmd.run"), ["web1"])
+        whole = return_load(jid, "web1", ret={"big": "x" * 5000, "small": 1}, fun="cmd.run")
+        whole.update(arg=[], tgt_type="glob", tgt="web1", _stamp="2024-01-01T12:00:01.000001")
+        # Salt trims an oversized event (max_event_size) before its bus carries it.
+        trimmed = dict(whole, **{"return": {"big": "VALUE_TRIMMED", "small": 1}})
+        events.event_return([{"tag": "salt/job/{}/ret/web1".format(jid), "data": trimmed}])
+        self.master.wait_received(2)
+        cache.save_load(jid, whole)
+        cache.returner(whole)
+        self.master.wait_received(4)
+        self.assertEqual(cache.get_jid(jid), {"web1": {"return": whole["return"], "retcode": 0, "success": True}})
+        counters = self.master.counters()
+        self.assertEqual((counters["duplicates"], counters["returns"], counters["trimmed"]), (0, 1, 1))
+        self.assertEqual(
+            self.master.query("SELECT json_extract(data, '$.return.big') FROM salt_events"), [("VALUE_TRIMMED",)]
+        )
+
+
 class EventReturnBatchTest(MasterTestCase):
     extra_config = "brine.flush_interval_ms: 50\n"
 
