@@ -288,6 +288,26 @@ int Run(const Args& args, std::ostream& err) {
       if (e.num() != EINTR) throw;
     }
   }
+  // Senders that never pause keep the loop above busy until it gives up, and a
+  // frame that reaches the socket after the last read would be dropped with it.
+  // Unbinding first ends every sender's connection, so their next frames wait
+  // (the Salt plug-in spools them); then what already arrived is read.
+  try {
+    pull.unbind(endpoints.pull);
+  } catch (const zmq::error_t& e) {
+    log.Log(LogLevel::kWarning, std::string("unbinding the pull socket: ") + e.what());
+  }
+  quiet_since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(100)) {
+    try {
+      zmq::poll(items, 1, std::chrono::milliseconds(20));
+      if ((items[0].revents & ZMQ_POLLIN) && Drain(pull, pub, queue, clock) > 0) {
+        quiet_since = std::chrono::steady_clock::now();
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
   queue.Close();
   writer_thread.join();
   pull.close();
