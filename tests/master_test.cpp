@@ -1109,3 +1109,29 @@ TEST_CASE("master: a spool file's complete records survive a torn record before 
   REQUIRE(ParseSpool("").frames.empty());
   REQUIRE(brine::master::Crc32("123456789") == 0xCBF43926u);
 }
+
+TEST_CASE("master: spool files are taken by renaming, and a .taken file a crash left is read first", "[master]") {
+  brine::test::TempDir dir;
+  const auto spool = dir / "brine-spool";
+  REQUIRE(brine::master::TakeSpoolFiles(spool).empty());  // no folder yet: no files
+  std::filesystem::create_directories(spool);
+  std::ofstream(spool / "100.frames") << "a";
+  std::ofstream(spool / "200.frames") << "b";
+  std::ofstream(spool / "200.frames.taken") << "c";  // left by a crash between taking and removing
+  std::ofstream(spool / "notes.txt") << "x";
+  auto taken = brine::master::TakeSpoolFiles(spool);
+  REQUIRE(taken.size() == 2);
+  REQUIRE(taken[0].path().filename() == "200.frames.taken");
+  REQUIRE(taken[0].ReadAll() == "c");
+  REQUIRE(taken[1].path().filename() == "100.frames.taken");
+  REQUIRE(taken[1].ReadAll() == "a");
+  // 200.frames waits for the next pass, so the crash's file is not overwritten.
+  REQUIRE(std::filesystem::exists(spool / "200.frames"));
+  REQUIRE_FALSE(std::filesystem::exists(spool / "100.frames"));
+  for (auto& t : taken) t.Remove();
+  REQUIRE_FALSE(std::filesystem::exists(spool / "200.frames.taken"));
+  auto next = brine::master::TakeSpoolFiles(spool);
+  REQUIRE(next.size() == 1);
+  REQUIRE(next[0].ReadAll() == "b");
+  REQUIRE(std::filesystem::exists(spool / "notes.txt"));
+}
