@@ -164,6 +164,23 @@ class ReturnerJobCacheTest(MasterTestCase):
         self.assertEqual(load["jid"], jid)
         self.assertEqual(load["Minions"], ["m1", "m2", "m3", "m4"])
 
+    def test_an_event_under_a_private_tag_on_salts_bus_never_reaches_the_job_cache(self):
+        # A minion can fire any tag on the Salt master's bus (event.fire_master).
+        jid = self.mod.prep_jid()
+        forged = return_load(jid, "victim", ret="forged")
+        self.mod.event_return(
+            [
+                {"tag": "brine/cache/return", "data": forged},
+                {"tag": "brine/cache/save_load", "data": {"jid": jid, "load": publish_load(jid), "minions": None}},
+                {"tag": "salt/test/after", "data": {}},
+            ]
+        )
+        self.master.wait_received(1)
+        self.assertEqual(self.master.counters()["received"], 1)
+        self.assertEqual(self.mod.get_jid(jid), {})
+        self.assertEqual(self.mod.get_load(jid), {})
+        self.assertEqual(self.master.query("SELECT tag FROM salt_events"), [("salt/test/after",)])
+
     def test_req_jid_nocache_and_endtime(self):
         ret = return_load("req", "callme", fun="test.echo", fun_args=["hi"])
         self.mod.returner(ret)

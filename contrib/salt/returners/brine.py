@@ -362,6 +362,12 @@ def event_return(events):
     for event in events:
         tag = event.get("tag", "")
         data = event.get("data", {})
+        if str(tag).startswith(_CACHE_PREFIX):
+            # Only this module writes the job cache under these tags. One on
+            # Salt's bus was fired by someone else (a minion can fire any tag
+            # with event.fire_master) and must not reach the job cache.
+            log.warning("brine: not forwarding an event tagged %s: the brine/cache/ tags are brine's own", tag)
+            continue
         frames.append(_frame(tag, data))
     _send(frames)
 
