@@ -15,7 +15,10 @@ class QueueBackendTest(unittest.TestCase):
         self.master = BrineMaster()
         self.addCleanup(self.master.close)
         os.makedirs(self.master.cachedir)
-        self.mod = load_module(QUEUE_PATH, self.master.opts(**{"brine.run_bin": os.path.join(BIN_DIR, "brine-run")}))
+        path = os.environ.get("PATH", "")
+        self.addCleanup(os.environ.__setitem__, "PATH", path)
+        os.environ["PATH"] = BIN_DIR + os.pathsep + path  # where an install puts brine-run
+        self.mod = load_module(QUEUE_PATH, self.master.opts())
         self.assertEqual(self.mod.__virtual__(), "brine")
 
     def brine_run(self, *args):
@@ -76,7 +79,8 @@ class QueueBackendTest(unittest.TestCase):
         self.assertIn('Quantity must be an integer or "all".', str(caught.exception))
 
     def test_virtual_is_false_without_brine_run(self):
-        mod = load_module(QUEUE_PATH, self.master.opts(**{"brine.run_bin": "/nonexistent/brine-run"}))
+        os.environ["PATH"] = self.master.dir  # holds no brine-run
+        mod = load_module(QUEUE_PATH, self.master.opts())
         result = mod.__virtual__()
         self.assertIs(result[0], False)
         self.assertIn("brine-run", result[1])

@@ -369,6 +369,21 @@ class NoEndpointTest(unittest.TestCase):
         self.assertEqual(msgpack.unpackb(packed, raw=False)["jid"], jid)
 
 
+class RootDirTest(unittest.TestCase):
+    def test_brine_paths_take_root_dir_as_brine_master_gives_it(self):
+        master = BrineMaster()
+        self.addCleanup(master.close)
+        root = os.path.join(master.dir, "root")
+        opts = master.opts(root_dir=root, **{"brine.sock_dir": "/run/brine", "brine.database": "/db/b.sqlite"})
+        mod = load_module(RETURNER_PATH, opts)
+        self.assertEqual(mod._pull_endpoint(), "ipc://" + root + "/run/brine/master_event_pull.ipc")
+        self.assertEqual(mod._database(), root + "/db/b.sqlite")
+        opts["brine.sock_dir"] = root + "/already"
+        self.assertEqual(mod._pull_endpoint(), "ipc://" + root + "/already/master_event_pull.ipc")
+        opts["root_dir"] = "/"
+        self.assertEqual(mod._database(), "/db/b.sqlite")
+
+
 class VirtualTest(unittest.TestCase):
     def test_virtual_needs_no_store_and_no_brine_master(self):
         master = BrineMaster()  # never started: no store, no sockets

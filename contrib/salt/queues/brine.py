@@ -5,8 +5,8 @@ Each call runs ``brine-run --out json queue.<op> ...`` and returns its decoded
 output, so Salt's queue runner and brine-run see the same queues, and FIFO
 order and atomic pops are implemented once, in brine-run (README, "Queue").
 
-Options (master config): ``brine.run_bin`` (default ``brine-run`` on PATH);
-brine-run reads the master config from the folder of ``conf_file``.
+brine-run must be on the Salt master's PATH; it reads the master config from the
+folder of ``conf_file``.
 """
 
 import json
@@ -28,23 +28,13 @@ log = logging.getLogger(__name__)
 __virtualname__ = "brine"
 
 
-def _opt(name, default=None):
-    value = __opts__.get("brine." + name)
-    if value is not None:
-        return value
-    nested = __opts__.get("brine")
-    if isinstance(nested, dict) and nested.get(name) is not None:
-        return nested[name]
-    return default
-
-
 def _run_bin():
-    return shutil.which(_opt("run_bin", "brine-run"))
+    return shutil.which("brine-run")
 
 
 def __virtual__():
     if _run_bin() is None:
-        return False, "the brine queue backend needs brine-run ({}) on PATH".format(_opt("run_bin", "brine-run"))
+        return False, "the brine queue backend needs brine-run on PATH"
     return __virtualname__
 
 

@@ -82,12 +82,25 @@ def _opt(name, default=None):
     return default
 
 
+def _rooted(path):
+    """A brine.* path with root_dir applied, as brine-master applies it (Salt
+    has already applied it to its own keys such as cachedir and sock_dir)."""
+    root_dir = __opts__.get("root_dir") or "/"
+    path = str(path)
+    if root_dir.rstrip("/") and os.path.isabs(path):
+        root = root_dir.rstrip("/")
+        if path != root and not path.startswith(root + "/"):
+            return os.path.join(root, path.lstrip("/"))
+    return path
+
+
 def _cachedir():
     return __opts__.get("cachedir", "/var/cache/salt/master")
 
 
 def _database():
-    return _opt("database") or os.path.join(_cachedir(), "brine.sqlite")
+    database = _opt("database")
+    return _rooted(database) if database else os.path.join(_cachedir(), "brine.sqlite")
 
 
 def _spool_path():
@@ -139,6 +152,8 @@ def _pull_endpoint():
             )
             return None
         sock_dir = __opts__.get("sock_dir", "/var/run/salt/master")
+    else:
+        sock_dir = _rooted(sock_dir)
     return "ipc://" + os.path.join(sock_dir, "master_event_pull.ipc")
 
 
