@@ -359,6 +359,18 @@ class NoEndpointTest(unittest.TestCase):
             data = f.read()
         self.assertTrue(data.startswith(b"BRS1"))
         self.assertIn(b"brine/cache/save_load\n\n", data)
+        # brine.sock_dir naming the Salt master's own folder counts as unset.
+        mod_same = load_module(RETURNER_PATH, dict(opts, **{"brine.sock_dir": opts["sock_dir"]}))
+        mod_same.save_load(jid, publish_load(jid), ["web1"])
+        self.assertFalse(salt_bus.poll(500))
+        self.assertIsNone(load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp"))._pull_endpoint())
+        self.assertIsNone(
+            load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp", **{"brine.tcp_pull_port": 4513}))._pull_endpoint()
+        )
+        self.assertEqual(
+            load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp", **{"brine.tcp_pull_port": 4600}))._pull_endpoint(),
+            "tcp://127.0.0.1:4600",
+        )
         # The same module outside a Salt master falls back to sock_dir.
         opts["__role"] = "minion"
         mod2 = load_module(RETURNER_PATH, opts)

@@ -129,6 +129,8 @@ def _pull_endpoint():
     in_master = __opts__.get("__role") == "master"
     if __opts__.get("ipc_mode") == "tcp":
         port = _opt("tcp_pull_port")
+        if port is not None and in_master and int(port) == int(__opts__.get("tcp_master_pull_port", 4513)):
+            port = None  # the Salt master's own bus port: the same as unset
         if port is None:
             if in_master:
                 _log_once(
@@ -141,6 +143,12 @@ def _pull_endpoint():
             port = __opts__.get("tcp_master_pull_port", 4513)
         return "tcp://127.0.0.1:{}".format(int(port))
     sock_dir = _opt("sock_dir")
+    if (
+        sock_dir is not None
+        and in_master
+        and os.path.realpath(_rooted(sock_dir)) == os.path.realpath(__opts__.get("sock_dir", "/var/run/salt/master"))
+    ):
+        sock_dir = None  # the Salt master's own folder: the same as unset
     if sock_dir is None:
         if in_master:
             # <sock_dir>/master_event_pull.ipc is Salt's own bus in a Salt master.
