@@ -359,6 +359,12 @@ class NoEndpointTest(unittest.TestCase):
             data = f.read()
         self.assertTrue(data.startswith(b"BRS1"))
         self.assertIn(b"brine/cache/save_load\n\n", data)
+        # A socket path ZeroMQ refuses (too long for a unix socket) spools too.
+        size = os.path.getsize(os.path.join(master.spool_dir, "{}.frames".format(os.getpid())))
+        mod_long = load_module(RETURNER_PATH, dict(opts, **{"brine.sock_dir": "/tmp/" + "x" * 200,
+                                                             "brine.send_timeout_ms": 100}))
+        mod_long.save_load(jid, publish_load(jid), ["web1"])
+        self.assertGreater(os.path.getsize(os.path.join(master.spool_dir, "{}.frames".format(os.getpid()))), size)
         # brine.sock_dir naming the Salt master's own folder counts as unset.
         mod_same = load_module(RETURNER_PATH, dict(opts, **{"brine.sock_dir": opts["sock_dir"]}))
         mod_same.save_load(jid, publish_load(jid), ["web1"])

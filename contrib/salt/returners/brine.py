@@ -240,7 +240,12 @@ def _send(frames):
         _spool(frames)
         return False
     state = _process_state()
-    sock = _socket(endpoint)
+    try:
+        sock = _socket(endpoint)
+    except zmq.ZMQError as exc:
+        _log_once("connect", logging.ERROR, "brine: cannot connect to %s: %s; spooling", endpoint, exc)
+        _spool(frames)
+        return False
     # After a timeout, later calls do not wait again while brine-master stays
     # away; ZeroMQ reconnects in the background and the next send that finds
     # the connection back goes through.
