@@ -20,6 +20,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/master/spool.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
 #include "support/master_process.h"
@@ -1077,4 +1078,60 @@ TEST_CASE("master: SIGHUP reopens the log file after it was moved away", "[maste
   REQUIRE(m.Stop() == 0);
   REQUIRE(brine::test::ReadFile(m.log_file()).find("replay attack") != std::string::npos);
   REQUIRE(brine::test::ReadFile(moved).find("started:") != std::string::npos);
+}
+
+TEST_CASE("master: a spool file's complete records survive a torn record before and after them", "[master]") {
+  using brine::master::AppendSpoolRecord;
+  using brine::master::ParseSpool;
+  std::string file;
+  AppendSpoolRecord(file, "salt/a\n\n\x80");
+  AppendSpoolRecord(file, std::string("salt/b\n\n\x81\xa1k\x00", 12));
+  const std::string good = file;
+  // A writer killed mid-append, then a new writer with the same pid appending after it.
+  std::string torn;
+  AppendSpoolRecord(torn, "salt/torn\n\n\x80");
+  file += torn.substr(0, torn.size() - 3);
+  AppendSpoolRecord(file, "salt/c\n\n\x80");
+  // A record whose checksum does not match is damage too.
+  std::string bad;
+  AppendSpoolRecord(bad, "salt/bad\n\n\x80");
+  bad[bad.size() - 1] ^= 0x55;
+  file += bad;
+  file += std::string("BRS1\x00\x00", 6);  // a final record cut inside its header
+
+  const auto contents = ParseSpool(file);
+  REQUIRE(contents.frames == std::vector<std::string>{"salt/a\n\n\x80", std::string("salt/b\n\n\x81\xa1k\x00", 12),
+                                                       "salt/c\n\n\x80"});
+  REQUIRE(contents.damaged.size() == 2);
+  REQUIRE(contents.damaged[0] == torn.substr(0, torn.size() - 3));
+  REQUIRE(contents.damaged[1] == bad + std::string("BRS1\x00\x00", 6));
+  REQUIRE(ParseSpool(good).damaged.empty());
+  REQUIRE(ParseSpool("").frames.empty());
+  REQUIRE(brine::master::Crc32("123456789") == 0xCBF43926u);
+}
+
+TEST_CASE("master: spool files are taken by renaming, and a .taken file a crash left is read first", "[master]") {
+  brine::test::TempDir dir;
+  const auto spool = dir / "brine-spool";
+  REQUIRE(brine::master::TakeSpoolFiles(spool).empty());  // no folder yet: no files
+  std::filesystem::create_directories(spool);
+  std::ofstream(spool / "100.frames") << "a";
+  std::ofstream(spool / "200.frames") << "b";
+  std::ofstream(spool / "200.frames.taken") << "c";  // left by a crash between taking and removing
+  std::ofstream(spool / "notes.txt") << "x";
+  auto taken = brine::master::TakeSpoolFiles(spool);
+  REQUIRE(taken.size() == 2);
+  REQUIRE(taken[0].path().filename() == "200.frames.taken");
+  REQUIRE(taken[0].ReadAll() == "c");
+  REQUIRE(taken[1].path().filename() == "100.frames.taken");
+  REQUIRE(taken[1].ReadAll() == "a");
+  // 200.frames waits for the next pass, so the crash's file is not overwritten.
+  REQUIRE(std::filesystem::exists(spool / "200.frames"));
+  REQUIRE_FALSE(std::filesystem::exists(spool / "100.frames"));
+  for (auto& t : taken) t.Remove();
+  REQUIRE_FALSE(std::filesystem::exists(spool / "200.frames.taken"));
+  auto next = brine::master::TakeSpoolFiles(spool);
+  REQUIRE(next.size() == 1);
+  REQUIRE(next[0].ReadAll() == "b");
+  REQUIRE(std::filesystem::exists(spool / "notes.txt"));
 }

@@ -216,6 +216,49 @@ TEST_CASE("store: a return before its publish gets a stub that the publish repla
   REQUIRE(ToJson(*s->GetLoad(jid).Find("Minions")) == R"(["web1","web2","web3"])");
 }
 
+TEST_CASE("store: save_load from Salt keeps the publish load over a return's and an event's (case C6)",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000004";
+  const Value publish = J(R"({"cmd":"publish","tgt":"m1","fun":"test.echo","arg":["x"],"tgt_type":"glob","jid":"20240101120000000004","user":"root"})");
+  s->SaveCacheLoad(jid, publish, Strings({"m1"}));
+  // store_job's copy of the return, then the salt/job/<jid>/new event's copy of the load.
+  Value r = Ret(jid, "m1", "x");
+  r.Set("tgt", "m1");
+  r.Set("tgt_type", "glob");
+  s->SaveCacheLoad(jid, r, std::nullopt);
+  s->SaveLoad(jid, J(R"({"jid":"20240101120000000004","tgt":"*","fun":"test.echo","arg":["x"],"tgt_type":"glob"})"),
+              Strings({"m2"}));
+  REQUIRE(s->Returner(r).kind == ReturnOutcome::Kind::kStored);
+  Value want = publish;
+  want.Set("Minions", Value::List({"m1", "m2"}));
+  REQUIRE(ToJson(s->GetLoad(jid)) == ToJson(want));
+  REQUIRE(QueryText(f.path, "SELECT load_source FROM jids") == "publish\n");
+
+  // A return's copy first: it makes the stub, and the publish load replaces it.
+  const std::string jid2 = "20240101120000000005";
+  Value r2 = Ret(jid2, "m3", true);
+  r2.Set("tgt", "m3");
+  s->SaveCacheLoad(jid2, r2, std::nullopt);
+  REQUIRE(ToJson(s->GetLoad(jid2)) ==
+          R"({"jid":"20240101120000000005","fun":"test.ping","arg":[],"tgt":"m3","tgt_type":"glob","Minions":["m3"]})");
+  REQUIRE(s->Returner(r2).kind == ReturnOutcome::Kind::kStored);
+  s->SaveCacheLoad(jid2, J(R"({"cmd":"publish","tgt":"m*","fun":"test.ping","arg":[],"tgt_type":"glob"})"),
+                   Strings({"m3", "m4"}));
+  REQUIRE(ToJson(s->GetLoad(jid2)) ==
+          R"({"cmd":"publish","tgt":"m*","fun":"test.ping","arg":[],"tgt_type":"glob","Minions":["m3","m4"]})");
+
+  // A load with no cmd (a batch job's, case D14) is kept like an event's; lists merge.
+  const std::string jid3 = "20240101120000000006";
+  s->SaveCacheLoad(jid3, J(R"({"fun":"state.sls","jid":"20240101120000000006","tgt":"","tgt_type":"list","user":"root"})"),
+                   std::nullopt);
+  s->SaveMinions(jid3, Strings({"b", "a"}), std::nullopt);
+  s->SaveMinions(jid3, Strings({"d", "c"}), std::string("syndic"));
+  REQUIRE(*s->GetLoad(jid3).FindString("jid") == jid3);
+  REQUIRE(ToJson(*s->GetLoad(jid3).Find("Minions")) == R"(["a","b","c","d"])");
+}
+
 TEST_CASE("store: a req jid gets a fresh jid and nocache jids keep no returns", "[store]") {
   Fixture f;
   auto s = f.Open();
@@ -321,6 +364,42 @@ TEST_CASE("store: archived return events share the return's payload", "[store]")
   // Arrival order is kept even when events arrive in the same microsecond.
   REQUIRE(QueryText(f.path, "SELECT count(DISTINCT id) FROM event") == "3\n");
   REQUIRE(QueryText(f.path, "SELECT alter_time FROM salt_events LIMIT 1") == "2024-01-01 12:00:00.000\n");
+}
+
+TEST_CASE("store: a return Salt trimmed for its bus gives way to the whole one, and is no duplicate",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000007";
+  Value whole = Ret(jid, "m1", Value::Map({{"big", std::string(100, 'x')}, {"small", 1}}));
+  Value trimmed = Ret(jid, "m1", Value::Map({{"big", "VALUE_TRIMMED"}, {"small", 1}}));
+  // The trimmed event first (event_return), then the returner's whole load.
+  const auto first = s->Returner(trimmed);
+  REQUIRE(first.kind == ReturnOutcome::Kind::kStored);
+  std::vector<Event> events{{.tag = "salt/job/" + jid + "/ret/m1", .data = trimmed, .received = kT0,
+                             .same_as_return = first.id}};
+  s->EventReturn(events);
+  const auto second = s->Returner(whole);
+  REQUIRE(second.kind == ReturnOutcome::Kind::kCompleted);
+  REQUIRE(second.id == first.id);
+  REQUIRE(ToJson(s->GetJid(jid)) == R"({"m1":{"return":{"big":")" + std::string(100, 'x') +
+                                        R"(","small":1},"retcode":0,"success":true}})");
+  // The archive still holds the event as it was sent.
+  REQUIRE(QueryText(f.path, "SELECT tag, data FROM salt_events") ==
+          "salt/job/" + jid + "/ret/m1|" + ToJson(trimmed) + "\n");
+  REQUIRE(QueryText(f.path, "SELECT count(*) FROM ret") == "1\n");
+
+  // The other order: the whole one stays, the trimmed copy is not stored.
+  const std::string jid2 = "20240101120000000008";
+  whole.Set("jid", jid2);
+  trimmed.Set("jid", jid2);
+  REQUIRE(s->Returner(whole).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(s->Returner(trimmed).kind == ReturnOutcome::Kind::kTrimmedCopy);
+  REQUIRE(ToJson(s->GetJid(jid2)) == ToJson(s->GetJid(jid)));
+  // Two different whole payloads are still a conflict.
+  Value other = whole;
+  other.Set("return", "different");
+  REQUIRE(s->Returner(other).kind == ReturnOutcome::Kind::kConflict);
 }
 
 TEST_CASE("store: job metadata comes from the publish or the first return with a dict", "[store]") {

@@ -24,7 +24,16 @@ bool IsReturnLoad(const Value& data) {
   return cmd != nullptr && *cmd == "_return";
 }
 
+std::optional<std::vector<std::string>> OptionalStringList(const Value* v) {
+  if (v == nullptr || !v->is_list()) return std::nullopt;
+  return StringList(v);
+}
+
 }  // namespace
+
+bool IsCacheFrame(std::string_view frame_bytes) {
+  return frame_bytes.substr(0, kCacheTagPrefix.size()) == kCacheTagPrefix;
+}
 
 Counters& Counters::operator+=(const Counters& o) {
   received += o.received;
@@ -34,6 +43,7 @@ Counters& Counters::operator+=(const Counters& o) {
   duplicates += o.duplicates;
   trimmed += o.trimmed;
   returns += o.returns;
+  cache_writes += o.cache_writes;
   return *this;
 }
 
@@ -73,7 +83,65 @@ void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const st
   }
 }
 
+std::optional<std::string> Archiver::ApplyCacheWrite(store::Store& store, const std::string& tag,
+                                                     const Value& data, Counters& counts) {
+  const std::string op = tag.substr(kCacheTagPrefix.size());
+  const std::string* jid = data.FindString("jid");
+  if (op == "return") {
+    if (jid == nullptr || data.FindString("id") == nullptr || data.Find("return") == nullptr) {
+      return "brine/cache/return: the load lacks jid, id or return";
+    }
+    std::optional<store::ReturnOutcome> outcome;
+    if (options_.job_cache) outcome = store.Returner(data);
+    CountReturn(outcome, data, *data.FindString("id"), counts);
+    return std::nullopt;
+  }
+  if (jid == nullptr || jid->empty()) return tag + ": no jid";
+  if (op == "save_load") {
+    const Value* load = data.Find("load");
+    if (load == nullptr || !load->is_map()) return tag + ": the load is not a map";
+    store.SaveCacheLoad(*jid, *load, OptionalStringList(data.Find("minions")));
+  } else if (op == "save_minions") {
+    const Value* minions = data.Find("minions");
+    if (minions == nullptr || !minions->is_list()) return tag + ": minions is not a list";
+    const std::string* syndic = data.FindString("syndic_id");
+    store.SaveMinions(*jid, StringList(minions), syndic ? std::optional(*syndic) : std::nullopt);
+  } else if (op == "endtime") {
+    const std::string* endtime = data.FindString("endtime");
+    if (endtime == nullptr) return tag + ": endtime is not a string";
+    store.UpdateEndtime(*jid, *endtime);
+  } else if (op == "prep_jid") {
+    const Value* nocache = data.Find("nocache");
+    (void)store.PrepJid(nocache != nullptr && nocache->Truthy() ? store::Store::Caching::kNoCache
+                                                                 : store::Store::Caching::kCache,
+                        *jid);
+  } else {
+    return "unknown job-cache operation " + tag;
+  }
+  return std::nullopt;
+}
+
+void Archiver::CountReturn(const std::optional<store::ReturnOutcome>& outcome, const Value& data,
+                           const std::string& minion, Counters& counts) {
+  if (!outcome) return;
+  switch (outcome->kind) {
+    case store::ReturnOutcome::Kind::kStored: ++counts.returns; break;
+    case store::ReturnOutcome::Kind::kConflict:
+      ++counts.duplicates;
+      log_.Log(LogLevel::kWarning,
+               "An extra return was detected from minion " + (data.FindString("id") ? *data.FindString("id") : minion) +
+                   " for job " + outcome->jid + " with a different payload; the first return is kept. "
+                   "Please verify the minion, this could be a replay attack");
+      break;
+    default: break;
+  }
+}
+
 void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts) {
+  if (!frame.damage.empty()) {
+    QuarantineFrame(store, frame, frame.damage, counts);
+    return;
+  }
   if (frame.parts != 1) {
     QuarantineFrame(store, frame, "multi-part message of " + std::to_string(frame.parts) + " parts", counts);
     return;
@@ -84,6 +152,15 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
     return;
   }
   auto& event = std::get<wire::DecodedEvent>(decoded);
+  if (event.tag.compare(0, kCacheTagPrefix.size(), kCacheTagPrefix) == 0) {
+    if (auto bad = ApplyCacheWrite(store, event.tag, event.data, counts)) {
+      QuarantineFrame(store, frame, *bad, counts);
+      return;
+    }
+    ++counts.received;
+    ++counts.cache_writes;
+    return;
+  }
   ++counts.received;
   if (event.trimmed) ++counts.trimmed;
 
@@ -154,19 +231,7 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
     default:
       break;
   }
-  if (outcome) {
-    switch (outcome->kind) {
-      case store::ReturnOutcome::Kind::kStored: ++counts.returns; break;
-      case store::ReturnOutcome::Kind::kConflict:
-        ++counts.duplicates;
-        log_.Log(LogLevel::kWarning,
-                 "An extra return was detected from minion " + (data.FindString("id") ? *data.FindString("id") : tag.minion) +
-                     " for job " + outcome->jid + " with a different payload; the first return is kept. "
-                     "Please verify the minion, this could be a replay attack");
-        break;
-      default: break;
-    }
-  }
+  CountReturn(outcome, data, tag.minion, counts);
 
   if (!PassesFilters(event.tag)) {
     ++counts.filtered;

@@ -150,7 +150,12 @@ std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, co
     frame.received = clock.Now();
     frame.bytes.assign(static_cast<const char*>(msg.data()), msg.size());
     bool more = msg.more();
-    pub.send(msg, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
+    // The Salt returner plug-in's job-cache writes are brine's own business,
+    // never bus events (archiver.h).
+    const bool republish = more || !IsCacheFrame(frame.bytes);
+    if (republish) {
+      pub.send(msg, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
+    }
     while (more) {
       zmq::message_t part;
       (void)pull.recv(part, zmq::recv_flags::none);
@@ -213,6 +218,7 @@ int Run(const Args& args, std::ostream& err) {
   wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
   wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
   wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
+  wopts.spool_dir = cfg.cachedir / "brine-spool";
   Writer writer(wopts, archiver, log, queue, clock);
   try {
     writer.Open();
@@ -273,6 +279,26 @@ int Run(const Args& args, std::ostream& err) {
   auto quiet_since = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() < give_up &&
          std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(200)) {
+    try {
+      zmq::poll(items, 1, std::chrono::milliseconds(20));
+      if ((items[0].revents & ZMQ_POLLIN) && Drain(pull, pub, queue, clock) > 0) {
+        quiet_since = std::chrono::steady_clock::now();
+      }
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+    }
+  }
+  // Senders that never pause keep the loop above busy until it gives up, and a
+  // frame that reaches the socket after the last read would be dropped with it.
+  // Unbinding first ends every sender's connection, so their next frames wait
+  // (the Salt plug-in spools them); then what already arrived is read.
+  try {
+    pull.unbind(endpoints.pull);
+  } catch (const zmq::error_t& e) {
+    log.Log(LogLevel::kWarning, std::string("unbinding the pull socket: ") + e.what());
+  }
+  quiet_since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(100)) {
     try {
       zmq::poll(items, 1, std::chrono::milliseconds(20));
       if ((items[0].revents & ZMQ_POLLIN) && Drain(pull, pub, queue, clock) > 0) {

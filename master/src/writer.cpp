@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "brine/master/spool.h"
+
 namespace brine::master {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -39,6 +41,7 @@ void Writer::PutCounters(const Counters& pending) {
       {"duplicates", t.duplicates},
       {"trimmed", t.trimmed},
       {"returns", t.returns},
+      {"cache_writes", t.cache_writes},
       {"batches", batches_},
       {"queue_depth", static_cast<std::int64_t>(queue_.depth_frames())},
       {"last_commit_us", last_commit_us_},
@@ -136,11 +139,56 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
   }
 }
 
+void Writer::IngestSpool() {
+  if (options_.spool_dir.empty()) return;
+  std::vector<TakenSpoolFile> files;
+  try {
+    files = TakeSpoolFiles(options_.spool_dir);
+  } catch (const std::exception& e) {
+    log_.Log(LogLevel::kError, std::string("cannot read the spool: ") + e.what());
+  }
+  for (TakenSpoolFile& file : files) {
+    SpoolContents contents;
+    try {
+      contents = ParseSpool(file.ReadAll());
+    } catch (const std::exception& e) {
+      log_.Log(LogLevel::kError, std::string("cannot read the spool: ") + e.what());
+      continue;
+    }
+    // One file is one batch: it is removed only after all of it committed,
+    // so a crash in between reads it whole again and nothing is filed twice
+    // by halves.
+    const Micros now = clock_.Now();
+    for (std::string& bytes : contents.frames) Ingest(Frame{.bytes = std::move(bytes), .received = now});
+    for (std::string& bytes : contents.damaged) {
+      const std::string reason = "spool " + file.path().filename().string() + ": " + std::to_string(bytes.size()) +
+                                 " bytes that are not a complete record (a writer killed mid-append)";
+      Ingest(Frame{.bytes = std::move(bytes), .received = now, .damage = reason});
+    }
+    Commit();
+    try {
+      file.Remove();
+    } catch (const std::exception& e) {
+      // Left as .taken, it would be read again: stop here and say so.
+      log_.Log(LogLevel::kCritical, std::string("spool frames committed but the file stays: ") + e.what());
+      return;
+    }
+    log_.Log(LogLevel::kInfo, "spool " + file.path().filename().string() + ": " +
+                                  std::to_string(contents.frames.size()) + " frames filed" +
+                                  (contents.damaged.empty() ? "" : ", " + std::to_string(contents.damaged.size()) +
+                                                                       " damaged runs quarantined"));
+  }
+}
+
 void Writer::MaintenanceStep() {
   const auto now = clock_.Now();
   try {
     switch (phase_) {
       case Phase::kIdle:
+        return;
+      case Phase::kSpool:
+        phase_ = Phase::kClean;
+        IngestSpool();
         return;
       case Phase::kClean: {
         std::optional<Micros> jobs_before, events_before;
@@ -195,7 +243,7 @@ void Writer::Run() {
   std::vector<Frame> incoming;
   while (true) {
     const auto now = SteadyClock::now();
-    if (phase_ == Phase::kIdle && now >= next_maintenance_) phase_ = Phase::kClean;
+    if (phase_ == Phase::kIdle && now >= next_maintenance_) phase_ = Phase::kSpool;
     SteadyClock::time_point deadline;
     if (!batch_.empty()) {
       deadline = batch_started_ + options_.flush_interval;

@@ -20,10 +20,10 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out) {
       "brine.stats",
       {},
       "brine-master's counters for each master id, as of its last commit: received, stored, filtered,\n"
-      "quarantined (received = stored + filtered + quarantined), duplicates (returns whose payload\n"
-      "differed from the first), trimmed (events carrying Salt's VALUE_TRIMMED), returns, batches,\n"
-      "queue_depth, last_commit_us and oldest_event_us (UTC microseconds). They count since the master\n"
-      "last started.\n"
+      "quarantined, cache_writes (the Salt plug-in's job-cache frames; received = stored + filtered +\n"
+      "quarantined + cache_writes), duplicates (returns whose payload differed from the first), trimmed\n"
+      "(events carrying Salt's VALUE_TRIMMED), returns, batches, queue_depth, last_commit_us and\n"
+      "oldest_event_us (UTC microseconds). They count since the master last started.\n"
       "\n"
       "CLI Example:\n"
       "\n"

@@ -215,20 +215,32 @@ class SqliteStore final : public Store {
   void SaveLoad(const std::string& jid, const Value& load,
                 const std::optional<std::vector<std::string>>& minions) override {
     if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
-    const std::string text = ToJson(load);
-    const Value* metadata = LoadMetadata(load);
     Write("save_load", [&] {
       JobEntry& job = EnsureJob(jid);
-      auto& q = Stmt(
-          "UPDATE job SET load = ?, fun = ?, load_kind = 2,"
-          " metadata = coalesce(metadata, ?) WHERE id = ?");
-      q.bind(1, text);
-      BindOptionalText(q, 2, load.FindString("fun") ? std::optional(*load.FindString("fun")) : std::nullopt);
-      BindOptionalText(q, 3, metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
-      q.bind(4, job.id);
-      q.exec();
-      job.load_kind = kLoadPublish;
-      if (metadata != nullptr) job.has_metadata = true;
+      if (job.load_kind != kLoadCachePublish) PutLoad(job, load, kLoadPublish);
+      if (minions) MergeMinions(job, *minions);
+    });
+  }
+
+  void SaveCacheLoad(const std::string& jid, const Value& load,
+                     const std::optional<std::vector<std::string>>& minions) override {
+    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
+    const std::string* cmd = load.FindString("cmd");
+    Write("save_load", [&] {
+      JobEntry& job = EnsureJob(jid);
+      if (cmd != nullptr && *cmd == "publish") {
+        PutLoad(job, load, kLoadCachePublish);
+      } else if (cmd != nullptr && *cmd == "_return") {
+        // store_job hands every return to save_load when the cache is not
+        // local_cache (spec 7.1 step 11); the publish load must survive it
+        // (case C6). A job with no load yet gets Returner's stub.
+        const Value* minion = load.Find("id");
+        if (job.load_kind == kLoadNone && minion != nullptr && minion->is_string() && !minion->as_string().empty()) {
+          SaveStubLoad(job, jid, load, MinionId(minion->as_string()));
+        }
+      } else if (job.load_kind != kLoadCachePublish) {
+        PutLoad(job, load, kLoadPublish);
+      }
       if (minions) MergeMinions(job, *minions);
     });
   }
@@ -636,6 +648,8 @@ class SqliteStore final : public Store {
   static constexpr int kLoadNone = 0;
   static constexpr int kLoadStub = 1;
   static constexpr int kLoadPublish = 2;
+  // The master's own publish load, from Salt's save_load (migration 0003).
+  static constexpr int kLoadCachePublish = 3;
 
   struct JobEntry {
     std::int64_t id = 0;
@@ -807,6 +821,21 @@ class SqliteStore final : public Store {
     for (const std::string& m : minions) AddExpected(job.id, MinionId(m));
   }
 
+  void PutLoad(JobEntry& job, const Value& load, int kind) {
+    const Value* metadata = LoadMetadata(load);
+    auto& q = Stmt(
+        "UPDATE job SET load = ?, fun = ?, load_kind = ?,"
+        " metadata = coalesce(metadata, ?) WHERE id = ?");
+    q.bind(1, ToJson(load));
+    BindOptionalText(q, 2, load.FindString("fun") ? std::optional(*load.FindString("fun")) : std::nullopt);
+    q.bind(3, kind);
+    BindOptionalText(q, 4, metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
+    q.bind(5, job.id);
+    q.exec();
+    job.load_kind = kind;
+    if (metadata != nullptr) job.has_metadata = true;
+  }
+
   // Salt's store_job defaults for a jid whose publish was never seen (spec 7.1 step 3).
   void SaveStubLoad(JobEntry& job, const std::string& jid, const Value& ret, std::int64_t minion_id) {
     Value stub = Value::EmptyMap();
@@ -847,9 +876,63 @@ class SqliteStore final : public Store {
       const Value* a = stored.Find("_stamp");
       const Value* b = ret.Find("_stamp");
       out.stamp_differs = a != nullptr && b != nullptr && !(*a == *b);
+      return;
+    }
+    const bool stored_trimmed = HasTrimmedValue(stored);
+    const bool new_trimmed = HasTrimmedValue(ret);
+    if (new_trimmed && !stored_trimmed) {
+      out.kind = ReturnOutcome::Kind::kTrimmedCopy;
+    } else if (stored_trimmed && !new_trimmed) {
+      ReplaceTrimmedReturn(out.id, ret);
+      out.kind = ReturnOutcome::Kind::kCompleted;
     } else {
       out.kind = ReturnOutcome::Kind::kConflict;
     }
+  }
+
+  // Salt's trim_dict puts this string where it cut a value out of an oversized event.
+  static bool HasTrimmedValue(const Value& v) {
+    if (v.is_string()) return v.as_string() == "VALUE_TRIMMED";
+    if (v.is_list()) {
+      for (const Value& item : v.as_list()) {
+        if (HasTrimmedValue(item)) return true;
+      }
+    } else if (v.is_map()) {
+      for (const auto& [key, item] : v.as_map()) {
+        if (HasTrimmedValue(item)) return true;
+      }
+    }
+    return false;
+  }
+
+  void ReplaceTrimmedReturn(ReturnId id, const Value& ret) {
+    // Archived events that share the trimmed payload keep it as their own.
+    SQLite::Statement keep(*db_,
+                           "UPDATE event SET"
+                           " data = (SELECT CASE WHEN event.stamp IS NULL THEN r.full_ret"
+                           "   ELSE json_set(r.full_ret, '$._stamp', event.stamp) END"
+                           "   FROM ret AS r WHERE r.id = event.ret_id),"
+                           " tag = coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name"
+                           "   FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+                           "   JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)),"
+                           " ret_id = NULL, stamp = NULL"
+                           " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
+    keep.bind(1, id);
+    keep.exec();
+    auto& q = Stmt("UPDATE ret SET full_ret = ?, success = ?, retcode = ? WHERE id = ?");
+    q.bind(1, ToJson(ret));
+    if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) {
+      q.bind(2, s->as_bool() ? 1 : 0);
+    } else {
+      q.bind(2);
+    }
+    if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
+      q.bind(3, static_cast<std::int64_t>(rc->as_int()));
+    } else {
+      q.bind(3);
+    }
+    q.bind(4, id);
+    q.exec();
   }
 
   void ArchiveOne(const Event& e) {

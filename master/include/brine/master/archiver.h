@@ -13,11 +13,26 @@
 //   salt/run/<jid>/ret              with runner_returns, the runner job as
 //                                   Salt's store_job stores it
 // With job_cache false, loads and minions are stored and returns are not.
+//
+// Frames under the private prefix `brine/cache/` come from the Salt returner
+// plug-in (contrib/salt/returners/brine.py, docs/salt.md) acting as a Salt
+// master's master_job_cache. They are applied to the job cache and neither
+// archived nor republished:
+//   brine/cache/save_load     {jid, load, minions}  Store::SaveCacheLoad
+//   brine/cache/save_minions  {jid, minions, syndic_id}
+//   brine/cache/return        the return load itself (Store::Returner): the
+//                             same return arriving as salt/job/<jid>/ret/<id>
+//                             through event_return is a repeat, not a duplicate
+//   brine/cache/endtime       {jid, endtime}
+//   brine/cache/prep_jid      {jid, nocache: true}  (sent only for nocache)
+// A private frame that is malformed, or names another operation, is quarantined.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "brine/master/frame_queue.h"
@@ -25,6 +40,13 @@
 #include "brine/store/store.h"
 
 namespace brine::master {
+
+// The tag prefix of the Salt returner plug-in's job-cache writes.
+inline constexpr std::string_view kCacheTagPrefix = "brine/cache/";
+
+// True when the raw frame carries a private job-cache tag (it is then not
+// republished on the bus).
+[[nodiscard]] bool IsCacheFrame(std::string_view frame_bytes);
 
 struct ArchiverOptions {
   std::vector<std::string> whitelist;  // fnmatch globs; non-empty: a tag must match one
@@ -35,7 +57,7 @@ struct ArchiverOptions {
   std::size_t max_frame_bytes = std::size_t{64} << 20;
 };
 
-// received = stored + filtered + quarantined, always.
+// received = stored + filtered + quarantined + cache_writes, always.
 struct Counters {
   std::int64_t received = 0;     // frames taken off the bus
   std::int64_t stored = 0;       // decoded events archived in salt_events
@@ -44,6 +66,7 @@ struct Counters {
   std::int64_t duplicates = 0;   // returns whose payload differs from the stored first return
   std::int64_t trimmed = 0;      // events carrying Salt's VALUE_TRIMMED marker
   std::int64_t returns = 0;      // returns newly stored in the job cache
+  std::int64_t cache_writes = 0; // brine/cache/* frames applied to the job cache
   Counters& operator+=(const Counters& o);
 };
 
@@ -66,6 +89,12 @@ class Archiver {
 
  private:
   static constexpr std::chrono::seconds kQuarantineLogInterval{10};
+
+  // Applies one brine/cache/* frame; returns a reason when it is malformed.
+  std::optional<std::string> ApplyCacheWrite(store::Store& store, const std::string& tag, const Value& data,
+                                             Counters& counts);
+  void CountReturn(const std::optional<store::ReturnOutcome>& outcome, const Value& data,
+                   const std::string& minion, Counters& counts);
 
   ArchiverOptions options_;
   Logger& log_;

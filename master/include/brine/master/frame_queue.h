@@ -22,6 +22,8 @@ struct Frame {
   std::string bytes;  // the frame as read (parts joined when `parts` > 1)
   Micros received;    // arrival time
   int parts = 1;      // ZeroMQ message parts; more than 1 is quarantined
+  std::string damage; // non-empty: not a frame but bytes a spool file could not
+                      // account for (spool.h); quarantined with this reason
 };
 
 class FrameQueue {

@@ -14,7 +14,8 @@
 // fails for a reason of its own (not I/O) is quarantined instead of replayed.
 //
 // Between batches it runs maintenance every loop_interval (first pass at
-// start): retention in transactions of at most 5,000 rows that yield to
+// start): the Salt plug-in's spool files (spool.h) are read, their frames
+// filed like the bus's and committed, then each file is removed; retention in transactions of at most 5,000 rows that yield to
 // incoming frames, incremental_vacuum while free pages pass 10% of the file,
 // and a wal_checkpoint(TRUNCATE).
 #pragma once
@@ -44,6 +45,8 @@ struct WriterOptions {
   std::int64_t keep_events_seconds = 86400;  // 0: keep forever
   std::chrono::milliseconds backoff_initial{1000};
   std::chrono::milliseconds backoff_max{30000};
+  // Where the Salt plug-in spools frames (<cachedir>/brine-spool); empty: none.
+  std::filesystem::path spool_dir;
 };
 
 class Writer {
@@ -65,6 +68,7 @@ class Writer {
   void ReplayUntilCommitted(const std::string& why);
   void PutCounters(const Counters& pending);
   void MaintenanceStep();
+  void IngestSpool();
   void Reopen();
 
   WriterOptions options_;
@@ -82,8 +86,8 @@ class Writer {
   std::int64_t oldest_event_us_ = 0;
   std::chrono::steady_clock::time_point batch_started_;
 
-  enum class Phase { kIdle, kClean, kVacuum, kCheckpoint };
-  Phase phase_ = Phase::kClean;  // first pass at start
+  enum class Phase { kIdle, kSpool, kClean, kVacuum, kCheckpoint };
+  Phase phase_ = Phase::kSpool;  // first pass at start
   std::chrono::steady_clock::time_point next_maintenance_;
 };
 

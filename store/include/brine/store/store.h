@@ -68,9 +68,15 @@ struct ReturnOutcome {
     kConflict,   // a different payload for a stored (jid, minion): the first is kept
     kNotCached,  // not stored: the jid is marked nocache, job_cache is off for it,
                  // or the load lacks `jid`, `id` or `return`
+    // The same return twice, once as Salt trimmed it for its event bus (a
+    // "VALUE_TRIMMED" string in place of big values) and once whole (the Salt
+    // plug-in's returner); neither is a duplicate and the whole one is kept:
+    kCompleted,  // the stored copy was the trimmed one: this load replaced it
+                 // (archived events that shared it keep their own copy)
+    kTrimmedCopy,  // this load is the trimmed copy of the stored one: not stored
   };
   Kind kind = Kind::kNotCached;
-  // The stored return (for kStored, kRepeat and kConflict); 0 otherwise.
+  // The stored return (for every kind but kNotCached); 0 otherwise.
   ReturnId id = 0;
   // For kRepeat: true when this load's `_stamp` differs from the stored one.
   bool stamp_differs = false;
@@ -170,11 +176,23 @@ class Store {
   enum class Caching { kCache, kNoCache };
   virtual std::string PrepJid(Caching caching, const std::optional<std::string>& passed_jid) = 0;
 
-  // Stores the publish load of `jid` (a map), replacing an earlier load. The
+  // Stores the publish load of `jid` (a map) as an event announced it,
+  // replacing an earlier load unless SaveCacheLoad stored the master's own. The
   // `minions` merge into the expected set; when the job only had a stub made
   // from a return, the stub's minions are dropped first.
   virtual void SaveLoad(const std::string& jid, const Value& load,
                         const std::optional<std::vector<std::string>>& minions) = 0;
+
+  // Salt's save_load as a master_job_cache receives it (the Salt returner
+  // plug-in, spec 3.1 step 4 and 7.1 step 11), by the load's `cmd`:
+  //   "publish"  the master's publish load: replaces any load, and marks it
+  //              so that SaveLoad (an event's copy) no longer replaces it;
+  //   "_return"  store_job's copy of a minion return: never replaces a load
+  //              (case C6); a job without one gets the stub Returner makes;
+  //   otherwise  as SaveLoad (e.g. a batch job's own load, case D14).
+  // The `minions` merge into the expected set in every case.
+  virtual void SaveCacheLoad(const std::string& jid, const Value& load,
+                             const std::optional<std::vector<std::string>>& minions) = 0;
 
   // Merges `minions` into the expected set of `jid` (creating the job entry).
   // `syndic_id` is accepted for Salt's signature; lists merge either way.
