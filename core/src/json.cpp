@@ -184,6 +184,21 @@ class Parser {
     throw JsonError("invalid JSON at byte " + std::to_string(pos_) + ": " + what);
   }
 
+  // The end of the run of string bytes from `from` that stand for themselves
+  // (not '"', '\\' or a control character), scanned through a table on local
+  // pointers: strings are most of what a load or a return holds.
+  std::size_t PlainRunEnd(std::size_t from) const {
+    static constexpr auto kStringPlain = [] {
+      std::array<bool, 256> t{};
+      for (int b = 0x20; b < 256; ++b) t[b] = b != '"' && b != '\\';
+      return t;
+    }();
+    const char* p = s_.data() + from;
+    const char* const end = s_.data() + s_.size();
+    while (p != end && kStringPlain[static_cast<unsigned char>(*p)]) ++p;
+    return static_cast<std::size_t>(p - s_.data());
+  }
+
   void SkipWs() {
     while (pos_ < s_.size() &&
            (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\r' || s_[pos_] == '\t')) {
@@ -343,10 +358,7 @@ class Parser {
   void SkipString() {
     ++pos_;  // "
     while (true) {
-      while (pos_ < s_.size() && s_[pos_] != '"' && s_[pos_] != '\\' &&
-             static_cast<unsigned char>(s_[pos_]) >= 0x20) {
-        ++pos_;
-      }
+      pos_ = PlainRunEnd(pos_);
       if (pos_ >= s_.size()) Fail("unterminated string");
       const char c = s_[pos_++];
       if (c == '"') return;
@@ -429,11 +441,8 @@ class Parser {
     while (true) {
       // Copy the run of plain bytes in one go: returns are mostly plain text.
       const std::size_t start = pos_;
-      while (pos_ < s_.size() && s_[pos_] != '"' && s_[pos_] != '\\' &&
-             static_cast<unsigned char>(s_[pos_]) >= 0x20) {
-        ++pos_;
-      }
-      out.append(s_.substr(start, pos_ - start));
+      pos_ = PlainRunEnd(pos_);
+      out.append(s_.data() + start, pos_ - start);
       if (pos_ >= s_.size()) Fail("unterminated string");
       const char c = s_[pos_++];
       if (c == '"') return out;
