@@ -45,10 +45,18 @@ void MapStream::Write(std::string_view text) {
     held_.append(text);
     return;
   }
-  out_ << held_;
-  out_.write(text.data(), static_cast<std::streamsize>(body));
+  pending_ += held_;
+  pending_.append(text.data(), body);
   held_.assign(text.substr(body));
   wrote_ = true;
+  if (pending_.size() >= kFlushBytes) Flush();
+}
+
+// Written in large blocks: a listing can be tens of megabytes, and an
+// ostream over stdout would otherwise make a system call every few KiB.
+void MapStream::Flush() {
+  out_.write(pending_.data(), static_cast<std::streamsize>(pending_.size()));
+  pending_.clear();
 }
 
 void MapStream::Add(std::string key, Value value) {
@@ -101,7 +109,8 @@ void MapStream::Finish() {
     return;
   }
   if (mode_ == Mode::kJson) Write(options_.indent.value_or(4) < 0 ? "}" : "\n}");
-  if (wrote_) out_ << '\n';
+  if (wrote_) pending_ += '\n';
+  Flush();
   held_.clear();
 }
 

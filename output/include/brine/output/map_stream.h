@@ -35,6 +35,8 @@ class MapStream {
  private:
   enum class Mode { kJson, kNested, kYamlBlock, kBuffered };
   void Write(std::string_view text);
+  void Flush();
+  static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 
   std::string outputter_;
   OutputOptions options_;
@@ -46,6 +48,7 @@ class MapStream {
   bool wrote_ = false;     // something other than whitespace was written
   ValueMap buffered_;      // kBuffered: the whole map
   std::string scratch_;    // one entry's text, reused
+  std::string pending_;    // text not yet handed to out_
 };
 
 }  // namespace brine::output
