@@ -236,7 +236,11 @@ struct IngestResult {
   std::int64_t stored = 0;   // archived events (counter)
   std::int64_t returns = 0;  // returns in the job cache (counter)
   double seconds = 0;
-  std::vector<double> window_ends_s;  // when `received` reached each window's end
+  struct WindowEnd {
+    std::int64_t events;  // frames committed at the end of the window
+    double s;             // since the first send
+  };
+  std::vector<WindowEnd> windows;
   long rss_kib = 0;
   std::uintmax_t bytes = 0;
 };
@@ -261,11 +265,15 @@ IngestResult Ingest(const Master& master, const Stream& stream, std::size_t coun
       const std::int64_t received = counters.Get("received");
       const double t = std::chrono::duration<double>(SteadyClock::now() - start).count();
       while (next <= received && next <= total) {
-        r.window_ends_s.push_back(t);
+        r.windows.push_back({next, t});
         next += window;
       }
       if (received >= total) {
-        if (total % window != 0) r.window_ends_s.push_back(t);
+        // A remainder under half a window joins the last window, else it is one.
+        if (total % window != 0) {
+          if (r.windows.empty() || total % window >= window / 2) r.windows.push_back({total, t});
+          else r.windows.back() = {total, t};
+        }
         r.seconds = t;
         break;
       }
@@ -431,14 +439,13 @@ double Percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
-// Window k's rate in events/s, from the times the counters reached each window's end.
-std::vector<double> WindowRates(const IngestResult& r, long window) {
+// Each window's rate in events/s.
+std::vector<double> WindowRates(const IngestResult& r) {
   std::vector<double> rates;
-  double prev = 0;
-  for (std::size_t k = 0; k < r.window_ends_s.size(); ++k) {
-    const double size = static_cast<double>(std::min<std::int64_t>(window, r.sent - static_cast<std::int64_t>(k) * window));
-    rates.push_back(size / std::max(1e-9, r.window_ends_s[k] - prev));
-    prev = r.window_ends_s[k];
+  IngestResult::WindowEnd prev{0, 0};
+  for (const auto& w : r.windows) {
+    rates.push_back(static_cast<double>(w.events - prev.events) / std::max(1e-9, w.s - prev.s));
+    prev = w;
   }
   return rates;
 }
@@ -463,7 +470,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const long jobs = std::max(1L, args.events / kEventsPerJob);
+  const long jobs = std::max(1L, (args.events + kEventsPerJob - 1) / kEventsPerJob);  // whole jobs
   const long window = args.window > 0 ? args.window : std::min(1000000L, std::max(1L, jobs * kEventsPerJob / 5));
   const fs::path dir = args.keep.empty() ? fs::temp_directory_path() / ("brine-ingest-bench-" + std::to_string(getpid()))
                                          : args.keep;
@@ -543,7 +550,7 @@ int main(int argc, char** argv) {
   }
 
   const double brine_rate = n / brine.seconds;
-  const auto rates = WindowRates(brine, window);
+  const auto rates = WindowRates(brine);
   std::printf("ingest_bench: %zu events (%ld jobs x (bare + new + %d returns)), %d minions\n", stream.size(), jobs,
               args.returns_per_job, args.minions);
   std::printf("  %-44s %12s %10s\n", "", "events/s", "seconds");
