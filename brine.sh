@@ -108,7 +108,7 @@ bench() {
   run_bench() {
     local name="$1"
     shift
-    log "$name ($(uptime | sed 's/.*load/load/'))"
+    log "$name ($(date -u +%H:%M) UTC, $(uptime | sed 's/.*load/load/'))"
     "$@" | tee -a "$out"
   }
   run_bench "store_bench: the store API's write rate and bytes on disk" ./build/bin/store_bench
