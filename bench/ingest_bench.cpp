@@ -472,6 +472,11 @@ int main(int argc, char** argv) {
   }
   const long jobs = std::max(1L, (args.events + kEventsPerJob - 1) / kEventsPerJob);  // whole jobs
   const long window = args.window > 0 ? args.window : std::min(1000000L, std::max(1L, jobs * kEventsPerJob / 5));
+  if (!args.prefilled.empty() && !fs::exists(args.prefilled / "cache" / "brine.sqlite")) {
+    std::fprintf(stderr, "ingest_bench: --prefilled %s: no cache/brine.sqlite there (query_bench builds one)\n",
+                 args.prefilled.c_str());
+    return 2;
+  }
   const fs::path dir = args.keep.empty() ? fs::temp_directory_path() / ("brine-ingest-bench-" + std::to_string(getpid()))
                                          : args.keep;
   fs::remove_all(dir);
