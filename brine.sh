@@ -93,14 +93,35 @@ slow() {
   run_ctest build --label-regex slow --no-tests=ignore
 }
 
+# The query store (1M jobs, 10M returns, ~5 GB) is built once, which takes a
+# while, and kept in $BRINE_QUERY_STORE; query_bench reuses it while its
+# built.json matches. ingest_bench then copies it to measure ingest on a store
+# that already holds 10M returns. BRINE_BENCH_EVENTS sets the sustained
+# ingest run (default 5M events, ~2.7 GB of frames in memory).
 bench() {
   build
-  log "store_bench: the store API's write rate and bytes on disk"
-  ./build/bin/store_bench
-  log "ingest_bench: brine-master fed at full speed, beside a prepared-statement baseline"
-  ./build/bin/ingest_bench
-  log "queue_bench: queue insert and pop rates"
-  ./build/bin/queue_bench
+  local store="${BRINE_QUERY_STORE:-/var/tmp/brine-qb-1m}"
+  local events="${BRINE_BENCH_EVENTS:-5000000}"
+  local out="$here/build/bench.log"
+  : >"$out"
+  # Each bench alone (2 cores): its figures and the load beside them.
+  run_bench() {
+    local name="$1"
+    shift
+    log "$name ($(date -u +%H:%M) UTC, $(uptime | sed 's/.*load/load/'))"
+    "$@" | tee -a "$out"
+  }
+  run_bench "store_bench: the store API's write rate and bytes on disk" ./build/bin/store_bench
+  run_bench "query_bench: brine-run on 1M jobs / 10M returns (store kept in $store)" \
+    ./build/bin/query_bench --jobs 1000000 --store "$store"
+  run_bench "ingest_bench: $events events at full speed beside a prepared-statement baseline, then on a copy of the query store, then latency at 10k events/s" \
+    ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30
+  run_bench "bigret_bench: jobs.lookup_jid of a 50 MB string and of a 50 MB dict" ./build/bin/bigret_bench
+  run_bench "queue_bench: queue insert and pop rates" ./build/bin/queue_bench
+  log "JSON lines (also in build/bench.log)"
+  grep '^{' "$out"
+  log "issue 7's figures beside their targets"
+  python3 bench/summary.py <"$out"
 }
 
 # Shows a step; on a terminal with a spinner while it runs, else as plain lines.

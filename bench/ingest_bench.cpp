@@ -1,12 +1,15 @@
 // ingest_bench: a real brine-master fed at full speed, side by side with a
-// fixed baseline.
+// fixed baseline; then the same master on a store that already holds ~10M
+// returns, and the send-to-visible latency at a steady rate.
 //
 // brine: starts build/bin/brine-master on a temp config, a C++ sender pushes a
 // Salt-like stream over the ipc bus as fast as ZeroMQ takes it (per job the
 // bare-jid event, the `new` event and 10 returns of ~400 bytes of JSON from
 // 1,000 interleaved minions), and the clock stops when the master's counters
-// (committed with the data) show every frame. Also: the master's peak RSS
-// (VmHWM) and the bytes on disk per event against the JSON sent.
+// (committed with the data) show every frame. A thread polls those counters
+// every 20 ms, so the rate is also reported per window of --window events
+// (sustained or not). Also: the master's peak RSS (VmHWM) and the bytes on
+// disk per event against the JSON sent.
 //
 // baseline: the same stream inserted by a minimal prepared-statement loop
 // (WAL, synchronous=NORMAL, 1,000-row transactions, default cache) into a
@@ -14,9 +17,29 @@
 //   jids(jid TEXT PRIMARY KEY, load TEXT NOT NULL)
 //   salt_returns(fun, jid, return, id, success, full_ret, alter_time)
 //   salt_events(id INTEGER PRIMARY KEY, tag, data, master_id, alter_time)
-// (This program speaks SQL itself only to build that baseline.)
+// (This program speaks SQL itself only to build that baseline, to read the
+// master's counters and to count the returns of a --prefilled store.)
 //
-// usage: ingest_bench [--jobs N] [--minions N] [--bin DIR] [--keep DIR]
+// prefilled (--prefilled DIR): DIR/cache/brine.sqlite (query_bench's store:
+// 1M jobs, 10M returns) is copied and the first --window events of the stream
+// are sent to a master on the copy; its rate is set beside the first window of
+// the run on the empty store.
+//
+// latency (--latency SECONDS, 0 to skip): a fresh master fed at a steady
+// --latency-rate events/s; the last return of every 5th job is a sample. A
+// return is visible when the store API's GetJid (the read behind
+// jobs.lookup_jid, on a read-only connection of this process) lists its
+// minion. The store API rather than a brine-run process per check: starting
+// brine-run costs milliseconds, which would blur a figure whose target is
+// 150 ms and could not keep up with 167 samples/s; brine-run's own cost for
+// lookup_jid is query_bench's figure. Commits are in arrival order, so one
+// thread polls only the oldest pending sample (about every millisecond) and,
+// once it is visible, goes straight to the next; a figure is thus at most a
+// poll interval plus one GetJid late.
+//
+// usage: ingest_bench [--events N | --jobs N] [--window N] [--minions N]
+//                     [--prefilled DIR] [--latency SECONDS] [--latency-rate N]
+//                     [--bin DIR] [--keep DIR]
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 #include <signal.h>
@@ -24,10 +47,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -37,6 +65,7 @@
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "brine/store/store.h"
 #include "brine/wire/codec.h"
 
 namespace {
@@ -45,70 +74,107 @@ using brine::Value;
 using SteadyClock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 
+constexpr int kEventsPerJob = 12;  // bare jid + new + 10 returns
+
 struct Args {
-  int jobs = 100000;
+  long events = 1200000;
+  long window = 0;  // 0: 1,000,000, or a fifth of --events when that is less
   int minions = 1000;
   int returns_per_job = 10;
+  fs::path prefilled;
+  double latency_s = 30;
+  int latency_rate = 10000;
   fs::path bin = fs::path(BRINE_BIN_DIR);
   fs::path keep;
 };
 
-struct StreamEvent {
-  std::string tag;
-  Value data;
-  std::string frame;
+// Every frame back to back in one buffer (5M events are ~2.7 GB; a string per
+// frame would double that).
+struct Stream {
+  std::string blob;
+  std::vector<std::uint64_t> ends;
+  std::uint64_t json_bytes = 0;  // data plus tag, as JSON
+  struct Sample {
+    std::size_t index;  // of the frame
+    std::string jid;
+    std::string minion;
+  };
+  std::vector<Sample> samples;  // the last return of every 5th job
+
+  [[nodiscard]] std::size_t size() const { return ends.size(); }
+  [[nodiscard]] std::string_view frame(std::size_t i) const {
+    const std::uint64_t begin = i == 0 ? 0 : ends[i - 1];
+    return std::string_view(blob).substr(begin, ends[i] - begin);
+  }
 };
 
 // The stream, built before the clock starts.
-std::vector<StreamEvent> BuildStream(const Args& args) {
+Stream BuildStream(long jobs, int minion_count, int returns_per_job, brine::Micros t) {
   std::mt19937 rng(7);
   std::vector<std::string> minions;
-  for (int i = 0; i < args.minions; ++i) {
+  for (int i = 0; i < minion_count; ++i) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "minion-%04d.dc1.example.com", i);
     minions.emplace_back(buf);
   }
-  std::vector<StreamEvent> out;
-  out.reserve(static_cast<std::size_t>(args.jobs) * static_cast<std::size_t>(args.returns_per_job + 2));
-  auto t = brine::SystemClock().Now();
-  for (int j = 0; j < args.jobs; ++j) {
+  Stream out;
+  out.ends.reserve(static_cast<std::size_t>(jobs) * static_cast<std::size_t>(returns_per_job + 2));
+  out.blob.reserve(out.ends.capacity() * 600);
+  auto add = [&](const std::string& tag, const Value& data) {
+    out.blob += brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
+    out.ends.push_back(out.blob.size());
+    out.json_bytes += tag.size() + brine::ToJson(data).size();
+  };
+  for (long j = 0; j < jobs; ++j) {
     t += std::chrono::microseconds(1000);
     const std::string jid = brine::FormatJid(t);
-    const auto first = rng() % static_cast<unsigned>(args.minions);
+    const auto first = rng() % static_cast<unsigned>(minion_count);
     brine::ValueList targets;
-    for (int k = 0; k < args.returns_per_job; ++k) {
+    for (int k = 0; k < returns_per_job; ++k) {
       targets.emplace_back(minions[(first + static_cast<unsigned>(k) * 97u) % minions.size()]);
     }
     const std::string stamp = brine::FormatStamp(t);
-    out.push_back({jid, Value::Map({{"minions", Value(targets)}, {"_stamp", stamp}}), ""});
-    out.push_back({"salt/job/" + jid + "/new",
-                   Value::Map({{"jid", jid}, {"tgt_type", "list"}, {"tgt", Value(targets)}, {"user", "root"},
-                               {"fun", "cmd.run"}, {"arg", Value::List({"systemctl is-active nginx"})},
-                               {"minions", Value(targets)}, {"missing", Value::EmptyList()}, {"_stamp", stamp}}),
-                   ""});
+    add(jid, Value::Map({{"minions", Value(targets)}, {"_stamp", stamp}}));
+    add("salt/job/" + jid + "/new",
+        Value::Map({{"jid", jid}, {"tgt_type", "list"}, {"tgt", Value(targets)}, {"user", "root"},
+                    {"fun", "cmd.run"}, {"arg", Value::List({"systemctl is-active nginx"})},
+                    {"minions", Value(targets)}, {"missing", Value::EmptyList()}, {"_stamp", stamp}}));
     for (const Value& m : targets) {
       std::string text = "active\n" + std::string(200 + rng() % 100, 'x');
-      out.push_back({"salt/job/" + jid + "/ret/" + m.as_string(),
-                     Value::Map({{"cmd", "_return"}, {"id", m}, {"fun", "cmd.run"},
-                                 {"fun_args", Value::List({"systemctl is-active nginx"})}, {"jid", jid},
-                                 {"return", text}, {"retcode", 0}, {"success", true}, {"_stamp", stamp}}),
-                     ""});
+      add("salt/job/" + jid + "/ret/" + m.as_string(),
+          Value::Map({{"cmd", "_return"}, {"id", m}, {"fun", "cmd.run"},
+                      {"fun_args", Value::List({"systemctl is-active nginx"})}, {"jid", jid}, {"return", text},
+                      {"retcode", 0}, {"success", true}, {"_stamp", stamp}}));
     }
+    if (j % 5 == 0) out.samples.push_back({out.size() - 1, jid, targets.back().as_string()});
   }
-  for (auto& e : out) e.frame = brine::wire::EncodeFrame(e.tag, e.data, brine::wire::Framing::kNew);
   return out;
 }
 
-std::int64_t Counter(const fs::path& db, const char* name) {
-  try {
-    SQLite::Database d(db.string(), SQLite::OPEN_READONLY, 5000);
-    SQLite::Statement q(d, "SELECT value FROM brine_counters WHERE name = ?");
-    q.bind(1, name);
-    return q.executeStep() ? q.getColumn(0).getInt64() : 0;
-  } catch (const std::exception&) {
-    return 0;
+// The master's counters, read on one read-only connection (opened once the
+// store exists); 0 until then.
+class Counters {
+ public:
+  explicit Counters(fs::path db) : path_(std::move(db)) {}
+  std::int64_t Get(const char* name) {
+    try {
+      if (!db_) {
+        if (!fs::exists(path_)) return 0;
+        db_.emplace(path_.string(), SQLite::OPEN_READONLY, 5000);
+      }
+      SQLite::Statement q(*db_, "SELECT value FROM brine_counters WHERE name = ?");
+      q.bind(1, name);
+      return q.executeStep() ? q.getColumn(0).getInt64() : 0;
+    } catch (const std::exception&) {
+      db_.reset();
+      return 0;
+    }
   }
-}
+
+ private:
+  fs::path path_;
+  std::optional<SQLite::Database> db_;
+};
 
 long PeakRssKib(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -119,58 +185,115 @@ long PeakRssKib(pid_t pid) {
   return -1;
 }
 
-struct BrineResult {
-  std::int64_t stored = 0;   // archived events (counter)
-  std::int64_t returns = 0;  // returns in the job cache (counter)
-  double seconds = 0;
-  long rss_kib = 0;
-  std::uintmax_t bytes = 0;
+struct Master {
+  pid_t pid = -1;
+  fs::path dir;
+  [[nodiscard]] fs::path db() const { return dir / "cache" / "brine.sqlite"; }
+  [[nodiscard]] std::string pull() const { return "ipc://" + (dir / "sock" / "master_event_pull.ipc").string(); }
 };
 
-BrineResult RunBrine(const Args& args, const std::vector<StreamEvent>& stream, const fs::path& dir) {
+// Writes dir/conf/master and starts brine-master on it; returns once its pull
+// socket exists (any store in dir/cache is opened, and migrated, before that).
+Master StartMaster(const Args& args, const fs::path& dir) {
   fs::create_directories(dir / "conf");
   std::ofstream(dir / "conf" / "master") << "id: bench_master\ncachedir: " << (dir / "cache").string()
                                          << "\nbrine.sock_dir: " << (dir / "sock").string()
                                          << "\nbrine.log_file: " << (dir / "brine-master.log").string()
                                          << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n";
-  const fs::path db = dir / "cache" / "brine.sqlite";
-  const pid_t pid = fork();
-  if (pid == 0) {
+  Master m;
+  m.dir = dir;
+  m.pid = fork();
+  if (m.pid == 0) {
     const std::string exe = (args.bin / "brine-master").string();
     const std::string conf = (dir / "conf").string();
     execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
     _exit(127);
   }
-  while (!fs::exists(dir / "sock" / "master_event_pull.ipc")) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  while (!fs::exists(dir / "sock" / "master_event_pull.ipc")) {
+    int status = 0;
+    if (waitpid(m.pid, &status, WNOHANG) == m.pid) {
+      std::fprintf(stderr, "ingest_bench: brine-master exited (see %s)\n", (dir / "brine-master.log").c_str());
+      std::exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return m;
+}
 
+// SIGTERM (the master drains and commits), then checkpoints the WAL into the
+// file so its size is the store's.
+void StopMaster(const Master& m) {
+  kill(m.pid, SIGTERM);
+  int status = 0;
+  waitpid(m.pid, &status, 0);
+  SQLite::Database d(m.db().string(), SQLite::OPEN_READWRITE);
+  d.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+}
+
+struct IngestResult {
+  std::int64_t sent = 0;
+  std::int64_t stored = 0;   // archived events (counter)
+  std::int64_t returns = 0;  // returns in the job cache (counter)
+  double seconds = 0;
+  struct WindowEnd {
+    std::int64_t events;  // frames committed at the end of the window
+    double s;             // since the first send
+  };
+  std::vector<WindowEnd> windows;
+  long rss_kib = 0;
+  std::uintmax_t bytes = 0;
+};
+
+// Sends the first `count` frames at full speed to a running master and waits
+// until its counters show them committed.
+IngestResult Ingest(const Master& master, const Stream& stream, std::size_t count, long window) {
   zmq::context_t ctx(1);
   zmq::socket_t push(ctx, zmq::socket_type::push);
-  push.set(zmq::sockopt::sndhwm, 0);
+  // Bounded, so the sender waits for the master instead of queueing gigabytes.
+  push.set(zmq::sockopt::sndhwm, 100000);
   push.set(zmq::sockopt::linger, -1);
-  push.connect("ipc://" + (dir / "sock" / "master_event_pull.ipc").string());
+  push.connect(master.pull());
+  IngestResult r;
+  std::atomic<bool> done{false};
   const auto start = SteadyClock::now();
-  for (const auto& e : stream) push.send(zmq::buffer(e.frame), zmq::send_flags::none);
-  const auto total = static_cast<std::int64_t>(stream.size());
-  while (Counter(db, "received") < total) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  BrineResult r;
-  r.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  r.stored = Counter(db, "stored");
-  r.returns = Counter(db, "returns");
-  r.rss_kib = PeakRssKib(pid);
-  push.close();
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  {
-    SQLite::Database d(db.string(), SQLite::OPEN_READWRITE);
-    d.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  std::thread poller([&] {
+    Counters counters(master.db());
+    std::int64_t next = window;
+    const auto total = static_cast<std::int64_t>(count);
+    for (;;) {
+      const std::int64_t received = counters.Get("received");
+      const double t = std::chrono::duration<double>(SteadyClock::now() - start).count();
+      while (next <= received && next <= total) {
+        r.windows.push_back({next, t});
+        next += window;
+      }
+      if (received >= total) {
+        // A remainder under half a window joins the last window, else it is one.
+        if (total % window != 0) {
+          if (r.windows.empty() || total % window >= window / 2) r.windows.push_back({total, t});
+          else r.windows.back() = {total, t};
+        }
+        r.seconds = t;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    r.stored = counters.Get("stored");
+    r.returns = counters.Get("returns");
+    done = true;
+  });
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto f = stream.frame(i);
+    push.send(zmq::buffer(f.data(), f.size()), zmq::send_flags::none);
   }
-  r.bytes = fs::file_size(db);
+  poller.join();
+  r.sent = static_cast<std::int64_t>(count);
+  r.rss_kib = PeakRssKib(master.pid);
   return r;
 }
 
-double RunBaseline(const std::vector<StreamEvent>& stream, const fs::path& dir) {
+double RunBaseline(const Stream& stream, const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path db = dir / "baseline.sqlite";
   SQLite::Database d(db.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
@@ -189,9 +312,9 @@ double RunBaseline(const std::vector<StreamEvent>& stream, const fs::path& dir) 
   const auto start = SteadyClock::now();
   int rows = 0;
   d.exec("BEGIN");
-  for (const auto& e : stream) {
+  for (std::size_t i = 0; i < stream.size(); ++i) {
     // The same work brine does per frame: decode it, make JSON.
-    auto decoded = brine::wire::DecodeFrame(e.frame);
+    auto decoded = brine::wire::DecodeFrame(stream.frame(i));
     const auto& event = std::get<brine::wire::DecodedEvent>(decoded);
     const std::string data = brine::ToJson(event.data);
     const std::string now = brine::FormatSqliteTime(brine::SystemClock().Now());
@@ -230,55 +353,256 @@ double RunBaseline(const std::vector<StreamEvent>& stream, const fs::path& dir) 
   return std::chrono::duration<double>(SteadyClock::now() - start).count();
 }
 
+struct LatencyResult {
+  std::vector<double> ms;  // sorted
+  std::size_t lost = 0;    // samples not visible 30 s after they were sent
+  double seconds = 0;
+  std::int64_t received = 0;
+};
+
+// Sends `stream` at `rate` events/s to a running master while a thread
+// measures when each sample becomes visible through the store API.
+LatencyResult MeasureLatency(const Master& master, const Stream& stream, int rate) {
+  struct Pending {
+    std::size_t sample;
+    SteadyClock::time_point sent;
+  };
+  std::mutex mu;
+  std::deque<Pending> pending;  // guarded by mu
+  std::atomic<bool> sending{true};
+  LatencyResult r;
+  std::thread poller([&] {
+    std::unique_ptr<brine::store::Store> store;
+    while (!store) {
+      try {
+        store = brine::store::OpenStore(master.db(), {.access = brine::store::OpenOptions::Access::kReadOnly});
+      } catch (const std::exception&) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+    for (;;) {
+      std::optional<Pending> next;
+      {
+        std::lock_guard lock(mu);
+        if (!pending.empty()) next = pending.front();
+      }
+      if (!next) {
+        if (!sending) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      const auto& s = stream.samples[next->sample];
+      const Value ret = store->GetJid(s.jid);
+      const auto now = SteadyClock::now();
+      const bool visible = ret.is_map() && ret.Find(s.minion) != nullptr;
+      if (visible || now - next->sent > std::chrono::seconds(30)) {
+        if (visible) r.ms.push_back(std::chrono::duration<double, std::milli>(now - next->sent).count());
+        else ++r.lost;
+        std::lock_guard lock(mu);
+        pending.pop_front();
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  zmq::context_t ctx(1);
+  zmq::socket_t push(ctx, zmq::socket_type::push);
+  push.set(zmq::sockopt::linger, -1);
+  push.connect(master.pull());
+  const auto start = SteadyClock::now();
+  std::size_t next_sample = 0;
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    // Holds the i-th event until i / rate s after the start, sleeping only when
+    // more than a millisecond ahead: a steady rate at millisecond grain.
+    const auto due = start + std::chrono::duration_cast<SteadyClock::duration>(
+                                 std::chrono::duration<double>(static_cast<double>(i) / rate));
+    if (due - SteadyClock::now() > std::chrono::milliseconds(1)) std::this_thread::sleep_until(due);
+    const auto f = stream.frame(i);
+    push.send(zmq::buffer(f.data(), f.size()), zmq::send_flags::none);
+    if (next_sample < stream.samples.size() && stream.samples[next_sample].index == i) {
+      std::lock_guard lock(mu);
+      pending.push_back({next_sample++, SteadyClock::now()});
+    }
+  }
+  r.seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  sending = false;
+  poller.join();
+  Counters counters(master.db());
+  r.received = counters.Get("received");
+  std::sort(r.ms.begin(), r.ms.end());
+  return r;
+}
+
+double Percentile(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) return -1;
+  const auto i = static_cast<std::size_t>(p * static_cast<double>(sorted.size() - 1) + 0.5);
+  return sorted[std::min(i, sorted.size() - 1)];
+}
+
+// Each window's rate in events/s.
+std::vector<double> WindowRates(const IngestResult& r) {
+  std::vector<double> rates;
+  IngestResult::WindowEnd prev{0, 0};
+  for (const auto& w : r.windows) {
+    rates.push_back(static_cast<double>(w.events - prev.events) / std::max(1e-9, w.s - prev.s));
+    prev = w;
+  }
+  return rates;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args args;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--jobs") args.jobs = std::stoi(argv[i + 1]);
+    if (k == "--events") args.events = std::stol(argv[i + 1]);
+    else if (k == "--jobs") args.events = std::stol(argv[i + 1]) * kEventsPerJob;
+    else if (k == "--window") args.window = std::stol(argv[i + 1]);
     else if (k == "--minions") args.minions = std::stoi(argv[i + 1]);
+    else if (k == "--prefilled") args.prefilled = argv[i + 1];
+    else if (k == "--latency") args.latency_s = std::stod(argv[i + 1]);
+    else if (k == "--latency-rate") args.latency_rate = std::stoi(argv[i + 1]);
     else if (k == "--bin") args.bin = argv[i + 1];
     else if (k == "--keep") args.keep = argv[i + 1];
+    else {
+      std::fprintf(stderr, "ingest_bench: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  const long jobs = std::max(1L, (args.events + kEventsPerJob - 1) / kEventsPerJob);  // whole jobs
+  const long window = args.window > 0 ? args.window : std::min(1000000L, std::max(1L, jobs * kEventsPerJob / 5));
+  if (!args.prefilled.empty() && !fs::exists(args.prefilled / "cache" / "brine.sqlite")) {
+    std::fprintf(stderr, "ingest_bench: --prefilled %s: no cache/brine.sqlite there (query_bench builds one)\n",
+                 args.prefilled.c_str());
+    return 2;
   }
   const fs::path dir = args.keep.empty() ? fs::temp_directory_path() / ("brine-ingest-bench-" + std::to_string(getpid()))
                                          : args.keep;
   fs::remove_all(dir);
-  std::fprintf(stderr, "building the stream (%d jobs)...\n", args.jobs);
-  const auto stream = BuildStream(args);
-  std::uint64_t json_bytes = 0;
-  for (const auto& e : stream) json_bytes += e.tag.size() + brine::ToJson(e.data).size();
+  std::fprintf(stderr, "building the stream (%ld jobs)...\n", jobs);
+  const Stream stream = BuildStream(jobs, args.minions, args.returns_per_job, brine::SystemClock().Now());
   const double n = static_cast<double>(stream.size());
+  bool lost = false;
 
   std::fprintf(stderr, "brine-master...\n");
-  const BrineResult brine = RunBrine(args, stream, dir / "brine");
+  IngestResult brine;
+  {
+    const Master m = StartMaster(args, dir / "brine");
+    brine = Ingest(m, stream, stream.size(), window);
+    StopMaster(m);
+    brine.bytes = fs::file_size(m.db());
+    if (args.keep.empty()) fs::remove_all(dir / "brine");
+  }
+  // Every frame archived and every return in the job cache, or the run failed.
+  const auto expected_returns = static_cast<std::int64_t>(jobs) * args.returns_per_job;
+  if (brine.stored != brine.sent || brine.returns != expected_returns) {
+    std::fprintf(stderr, "ingest_bench: LOST DATA: stored %lld of %lld events, %lld of %lld returns\n",
+                 static_cast<long long>(brine.stored), static_cast<long long>(brine.sent),
+                 static_cast<long long>(brine.returns), static_cast<long long>(expected_returns));
+    lost = true;
+  }
   std::fprintf(stderr, "baseline...\n");
   const double base = RunBaseline(stream, dir / "baseline");
   const auto base_bytes = fs::file_size(dir / "baseline" / "baseline.sqlite");
+  if (args.keep.empty()) fs::remove_all(dir / "baseline");
 
-  std::printf("ingest_bench: %zu events (%d jobs x (bare + new + %d returns)), %d minions\n", stream.size(), args.jobs,
+  std::optional<IngestResult> pre;
+  std::int64_t pre_returns_before = 0;
+  const std::size_t pre_count = std::min<std::size_t>(static_cast<std::size_t>(window), stream.size());
+  if (!args.prefilled.empty()) {
+    const fs::path from = args.prefilled / "cache" / "brine.sqlite";
+    std::fprintf(stderr, "prefilled: copying %s...\n", from.c_str());
+    fs::create_directories(dir / "prefilled" / "cache");
+    fs::copy_file(from, dir / "prefilled" / "cache" / "brine.sqlite");
+    {
+      SQLite::Database d((dir / "prefilled" / "cache" / "brine.sqlite").string(), SQLite::OPEN_READONLY);
+      pre_returns_before = d.execAndGet("SELECT count(*) FROM salt_returns").getInt64();
+    }
+    std::fprintf(stderr, "prefilled: %lld returns stored; brine-master...\n", static_cast<long long>(pre_returns_before));
+    const Master m = StartMaster(args, dir / "prefilled");
+    pre = Ingest(m, stream, pre_count, static_cast<long>(pre_count));
+    StopMaster(m);
+    if (args.keep.empty()) fs::remove_all(dir / "prefilled");
+    if (pre->stored != pre->sent) {
+      std::fprintf(stderr, "ingest_bench: LOST DATA on the prefilled store: stored %lld of %lld events\n",
+                   static_cast<long long>(pre->stored), static_cast<long long>(pre->sent));
+      lost = true;
+    }
+  }
+
+  std::optional<LatencyResult> lat;
+  if (args.latency_s > 0) {
+    const long lat_jobs = std::max(1L, static_cast<long>(args.latency_s * args.latency_rate) / kEventsPerJob);
+    std::fprintf(stderr, "latency: %ld jobs at %d events/s...\n", lat_jobs, args.latency_rate);
+    const Stream ls = BuildStream(lat_jobs, args.minions, args.returns_per_job,
+                                  brine::SystemClock().Now() + std::chrono::hours(1));
+    const Master m = StartMaster(args, dir / "latency");
+    lat = MeasureLatency(m, ls, args.latency_rate);
+    // The counters catch up within a flush interval of the last send.
+    Counters counters(m.db());
+    for (int i = 0; i < 500 && counters.Get("received") < static_cast<std::int64_t>(ls.size()); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    lat->received = counters.Get("received");
+    StopMaster(m);
+    if (args.keep.empty()) fs::remove_all(dir / "latency");
+    if (lat->lost > 0 || lat->received != static_cast<std::int64_t>(ls.size())) {
+      std::fprintf(stderr, "ingest_bench: LOST DATA in the latency run: %zu samples never visible, %lld of %zu received\n",
+                   lat->lost, static_cast<long long>(lat->received), ls.size());
+      lost = true;
+    }
+  }
+
+  const double brine_rate = n / brine.seconds;
+  const auto rates = WindowRates(brine);
+  std::printf("ingest_bench: %zu events (%ld jobs x (bare + new + %d returns)), %d minions\n", stream.size(), jobs,
               args.returns_per_job, args.minions);
-  std::printf("  %-34s %12s %10s\n", "", "events/s", "seconds");
-  std::printf("  %-34s %12.0f %10.2f\n", "brine-master (send -> committed)", n / brine.seconds, brine.seconds);
-  std::printf("  %-34s %12.0f %10.2f\n", "baseline (prepared loop, no index)", n / base, base);
-  std::printf("  brine / baseline: %.2f\n", (n / brine.seconds) / (n / base));
+  std::printf("  %-44s %12s %10s\n", "", "events/s", "seconds");
+  std::printf("  %-44s %12.0f %10.2f\n", "brine-master (send -> committed)", brine_rate, brine.seconds);
+  std::printf("  %-44s %12.0f %10.2f\n", "baseline (prepared loop, no index)", n / base, base);
+  std::printf("  brine / baseline: %.2f\n", brine_rate / (n / base));
+  std::printf("  per window of %ld events:", window);
+  for (const double r : rates) std::printf(" %.0f", r);
+  if (!rates.empty()) {
+    std::printf("  (min %.0f, last / first %.2f)", *std::min_element(rates.begin(), rates.end()),
+                rates.back() / rates.front());
+  }
+  std::printf("\n");
   std::printf("  master peak RSS: %.1f MiB\n", static_cast<double>(brine.rss_kib) / 1024.0);
   std::printf("  disk: brine %.2f x JSON sent (%.0f B/event), baseline %.2f x\n",
-              static_cast<double>(brine.bytes) / static_cast<double>(json_bytes),
-              static_cast<double>(brine.bytes) / n, static_cast<double>(base_bytes) / static_cast<double>(json_bytes));
+              static_cast<double>(brine.bytes) / static_cast<double>(stream.json_bytes),
+              static_cast<double>(brine.bytes) / n,
+              static_cast<double>(base_bytes) / static_cast<double>(stream.json_bytes));
   std::printf("{\"bench\":\"ingest\",\"events\":%zu,\"brine_events_per_s\":%.0f,\"baseline_events_per_s\":%.0f,"
-              "\"ratio\":%.3f,\"master_peak_rss_mib\":%.1f,\"disk_over_json\":%.3f}\n",
-              stream.size(), n / brine.seconds, n / base, (n / brine.seconds) / (n / base),
+              "\"ratio\":%.3f,\"master_peak_rss_mib\":%.1f,\"disk_over_json\":%.3f,\"window\":%ld,\"window_events_per_s\":[",
+              stream.size(), brine_rate, n / base, brine_rate / (n / base),
               static_cast<double>(brine.rss_kib) / 1024.0,
-              static_cast<double>(brine.bytes) / static_cast<double>(json_bytes));
-  if (args.keep.empty()) fs::remove_all(dir);
-  // Every frame archived and every return in the job cache, or the run failed.
-  const auto expected_returns = static_cast<std::int64_t>(args.jobs) * args.returns_per_job;
-  if (brine.stored != static_cast<std::int64_t>(stream.size()) || brine.returns != expected_returns) {
-    std::fprintf(stderr, "ingest_bench: LOST DATA: stored %lld of %zu events, %lld of %lld returns\n",
-                 static_cast<long long>(brine.stored), stream.size(), static_cast<long long>(brine.returns),
-                 static_cast<long long>(expected_returns));
-    return 1;
+              static_cast<double>(brine.bytes) / static_cast<double>(stream.json_bytes), window);
+  for (std::size_t k = 0; k < rates.size(); ++k) std::printf("%s%.0f", k ? "," : "", rates[k]);
+  std::printf("]}\n");
+  if (pre) {
+    const double pre_rate = static_cast<double>(pre->sent) / pre->seconds;
+    // The same events as the empty store's first window; the whole run's rate beside it.
+    std::printf("  on a store already holding %lld returns: first %zu events at %.0f events/s = %.2f x the empty"
+                " store's first window, %.2f x its whole run (peak RSS %.1f MiB)\n",
+                static_cast<long long>(pre_returns_before), pre_count, pre_rate, pre_rate / rates.front(),
+                pre_rate / brine_rate, static_cast<double>(pre->rss_kib) / 1024.0);
+    std::printf("{\"bench\":\"ingest_prefilled\",\"returns_before\":%lld,\"events\":%zu,\"events_per_s\":%.0f,"
+                "\"over_empty_first_window\":%.3f,\"over_empty_run\":%.3f,\"master_peak_rss_mib\":%.1f}\n",
+                static_cast<long long>(pre_returns_before), pre_count, pre_rate, pre_rate / rates.front(),
+                pre_rate / brine_rate, static_cast<double>(pre->rss_kib) / 1024.0);
   }
-  return 0;
+  if (lat) {
+    std::printf("  send-to-visible at %d events/s for %.0f s (%zu samples, GetJid polled): p50 %.1f ms, p99 %.1f ms,"
+                " max %.1f ms\n",
+                args.latency_rate, lat->seconds, lat->ms.size(), Percentile(lat->ms, 0.5), Percentile(lat->ms, 0.99),
+                lat->ms.empty() ? -1.0 : lat->ms.back());
+    std::printf("{\"bench\":\"ingest_latency\",\"rate\":%d,\"seconds\":%.1f,\"samples\":%zu,\"p50_ms\":%.2f,"
+                "\"p99_ms\":%.2f,\"max_ms\":%.2f}\n",
+                args.latency_rate, lat->seconds, lat->ms.size(), Percentile(lat->ms, 0.5), Percentile(lat->ms, 0.99),
+                lat->ms.empty() ? -1.0 : lat->ms.back());
+  }
+  if (args.keep.empty()) fs::remove_all(dir);
+  return lost ? 1 : 0;
 }

@@ -2,10 +2,25 @@
 //
 // The store is built once through a real brine-master (kept in --store between
 // runs): --jobs jobs of 10 returns each from 1,000 minions, jids spread evenly
-// over the ten days before now (so 1M jobs put 100k in the last 24 h), plus one
-// job answered by 10,000 minions. Then each query runs as a brine-run process,
-// 5 times warm and (where the page cache can be dropped for the file) 5 times
-// cold; the table shows the median wall time and the peak RSS.
+// over the ten days before the build (so 1M jobs put 100k in the last 24 h),
+// plus one job answered by 10,000 minions. Then each query runs as a brine-run
+// process, 5 times warm and (where the page cache can be dropped for the file)
+// 5 times cold; the table shows the median wall time and the peak RSS. Time
+// windows are relative to the build (recorded in built.json), so a store kept
+// for days answers the same queries.
+//
+// The store is rebuilt when built.json names another job count or the store's
+// schema is older than this build's migrations (a store migrated in place is
+// not the layout a fresh master writes).
+//
+// Why not brine-sim (issue 7 asks for its virtual clock): its fleet has a fixed
+// target mix (40% `*`, 30% role globs, 20% lists, 10% one id) and a realistic
+// return-size mix (grains ~2.5 kB, highstates ~20 kB mean), so it cannot give
+// exactly 1M jobs of 10 returns plus one job of 10,000, and 10M of its returns
+// would be ~60 GB and take hours at the ~4,400 events/s it reaches here. This
+// builder sends the same Salt framing and event sequence (bare jid, new,
+// returns) with jids and _stamp from its own virtual clock, through the master
+// with keep_jobs_seconds: 0, at full speed.
 //
 // usage: query_bench [--jobs N] [--store DIR] [--bin DIR] [--runs N]
 #include <fcntl.h>
@@ -30,6 +45,7 @@
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "brine/store/store.h"
 #include "brine/wire/codec.h"
 
 namespace {
@@ -89,7 +105,17 @@ void PushJob(zmq::socket_t& push, const std::string& jid, const std::string& fun
 struct Built {
   std::string small_jid;   // a job with 10 returns
   std::string big_jid;     // the job with 10,000 returns
+  brine::Micros built_at;  // the build's "now": the last jid is 10 days after the first
 };
+
+int StoreSchemaVersion(const fs::path& db) {
+  try {
+    SQLite::Database d(db.string(), SQLite::OPEN_READONLY);
+    return d.execAndGet("PRAGMA user_version").getInt();
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
 
 Built BuildOrReuse(const Args& args) {
   const fs::path db = args.store / "cache" / "brine.sqlite";
@@ -98,9 +124,19 @@ Built BuildOrReuse(const Args& args) {
     std::ifstream in(marker);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     const Value v = brine::ParseJson(text);
-    if (v.Find("jobs") != nullptr && v.Find("jobs")->as_int() == args.jobs) {
-      return {*v.FindString("small_jid"), *v.FindString("big_jid")};
+    const int schema = StoreSchemaVersion(db);
+    if (v.Find("jobs") != nullptr && v.Find("jobs")->as_int() == args.jobs &&
+        schema == brine::store::LatestSchemaVersion()) {
+      Built b{*v.FindString("small_jid"), *v.FindString("big_jid"), {}};
+      // Markers written before built_at: the big job's jid is 2 h before the build, plus 7 us.
+      b.built_at = v.Find("built_at") != nullptr
+                       ? brine::Micros(std::chrono::microseconds(v.Find("built_at")->as_int()))
+                       : *brine::JidToMicros(b.big_jid) + std::chrono::hours(2) - std::chrono::microseconds(7);
+      return b;
     }
+    std::fprintf(stderr, "  %s is stale (jobs %s, schema %d, this build's %d): rebuilding\n", marker.c_str(),
+                 v.Find("jobs") != nullptr ? brine::ToJson(*v.Find("jobs")).c_str() : "?", schema,
+                 brine::store::LatestSchemaVersion());
   }
   fs::remove_all(args.store);
   fs::create_directories(args.store / "conf");
@@ -128,6 +164,7 @@ Built BuildOrReuse(const Args& args) {
   const auto step = span / args.jobs;
   std::int64_t sent = 0;
   Built built;
+  built.built_at = now;
   const auto start = SteadyClock::now();
   for (long j = 0; j < args.jobs; ++j) {
     const auto t = now - span + step * j;
@@ -161,7 +198,10 @@ Built BuildOrReuse(const Args& args) {
   }
   std::ofstream(marker) << brine::ToJson(Value::Map({{"jobs", static_cast<long long>(args.jobs)},
                                                      {"small_jid", built.small_jid},
-                                                     {"big_jid", built.big_jid}}));
+                                                     {"big_jid", built.big_jid},
+                                                     {"built_at", static_cast<long long>(
+                                                         built.built_at.time_since_epoch().count())},
+                                                     {"schema_version", brine::store::LatestSchemaVersion()}}));
   return built;
 }
 
@@ -225,7 +265,7 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "query_bench: store of %ld jobs in %s\n", args.jobs, args.store.c_str());
   const Built built = BuildOrReuse(args);
   const fs::path db = args.store / "cache" / "brine.sqlite";
-  const auto now = brine::SystemClock().Now();
+  const auto now = built.built_at;
   const std::string day_ago = date::format("%Y-%m-%dT%H:%M:%S", date::floor<std::chrono::seconds>(now - std::chrono::hours(24)));
   const auto hour_start = now - std::chrono::hours(30);
   const std::string h0 = date::format("%Y-%m-%d %H:%M", date::floor<std::chrono::minutes>(hour_start));
@@ -240,6 +280,8 @@ int main(int argc, char** argv) {
       {"list_jobs last 24h --out json", {"jobs.list_jobs", "start_time=" + day_ago, "--out", "json"}},
       {"list_jobs 1h window, search_function", {"jobs.list_jobs", "start_time=" + h0, "end_time=" + h1, "search_function=cmd.run", "--out", "json"}},
       {"list_jobs 1h window, search_target glob", {"jobs.list_jobs", "start_time=" + h0, "end_time=" + h1, "search_target=*web-0001*", "--out", "json"}},
+      {"list_jobs 1h window, search_target prefix", {"jobs.list_jobs", "start_time=" + h0, "end_time=" + h1, "search_target=web-000[0-4]?.*", "--out", "json"}},
+      {"list_jobs last 24h, search_target 10 ids", {"jobs.list_jobs", "start_time=" + day_ago, "search_target=web-0000?.dc1.example.com", "--out", "json"}},
       {"lookup_jid, 10 returns", {"jobs.lookup_jid", built.small_jid, "--out", "json"}},
       {"lookup_jid, 10,000 returns", {"jobs.lookup_jid", built.big_jid, "--out", "json"}},
       {"list_jobs_filter count=50", {"jobs.list_jobs_filter", "50", "--out", "json"}},

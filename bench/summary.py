@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Reads the benchmarks' JSON lines (stdin) and prints issue 7's figures beside
+their targets and Salt's reference figures. Prints; never fails on a figure."""
+import json
+import sys
+
+rows = [json.loads(line) for line in sys.stdin if line.startswith("{")]
+
+
+def find(bench, **match):
+    for r in rows:
+        if r.get("bench") == bench and all(r.get(k) == v for k, v in match.items()):
+            return r
+    return None
+
+
+table = []
+
+
+def add(name, value, target, salt=""):
+    table.append((name, value, target, salt))
+
+
+r = find("store")
+if r:
+    add("store API events/s (batch %d)" % r["batch"], "%.0f" % r["events_per_s"], "", "")
+r = find("ingest")
+if r:
+    add("ingest events/s (%d events)" % r["events"], "%.0f" % r["brine_events_per_s"], ">= 60,000",
+        "returner 1,600 rows/s; eventsd 1,200 ev/s")
+    add("ingest / baseline", "%.2f" % r["ratio"], ">= 0.5", "")
+    w = r.get("window_events_per_s") or []
+    if w:
+        add("ingest per %d-event window (min..max)" % r["window"], "%.0f..%.0f" % (min(w), max(w)),
+            "sustained", "")
+    add("master peak RSS MiB", "%.1f" % r["master_peak_rss_mib"], "< 200", "")
+    add("disk / JSON bytes", "%.2f" % r["disk_over_json"], "<= 1.5", "")
+r = find("ingest_prefilled")
+if r:
+    add("ingest at %.1fM stored returns / empty" % (r["returns_before"] / 1e6), "%.2f (whole run: %.2f)" % (r["over_empty_first_window"], r["over_empty_run"]),
+        ">= 0.8", "")
+r = find("ingest_latency")
+if r:
+    add("send-to-visible p50 / p99 ms @ %d/s" % r["rate"], "%.1f / %.1f" % (r["p50_ms"], r["p99_ms"]), "p99 < 150", "")
+targets = {
+    "list_jobs last 24h --out json": ("< 0.2 s", "file cache 2.2 s; sqlite3 returner 1.0 s"),
+    "list_jobs 1h window, search_function": ("< 0.02 s", ""),
+    "lookup_jid, 10,000 returns": ("< 0.05 s", ""),
+}
+for r in rows:
+    if r.get("bench") == "query":
+        t, salt = targets.get(r["query"], ("", ""))
+        add("brine-run " + r["query"], "%.3f s warm, %.3f cold" % (r["warm_s"], r["cold_s"]), t, salt)
+for r in rows:
+    if r.get("bench") == "bigret":
+        add("lookup_jid " + r["return"], "%.2f s, RSS %.1f x" % (r["lookup_s"], r["rss_over_return"]),
+            "< 1 s, < 3 x", "")
+r = find("queue")
+if r:
+    add("queue insert 1 / pop 1 items/s", "%s / %s" % (r.get("insert_1_per_s", "?"), r.get("pop_1_per_s", "?")), "", "")
+    add("queue insert list / pop batch items/s", "%s / %s" % (r.get("insert_list_per_s", "?"),
+                                                               r.get("pop_batch_per_s", "?")), "", "")
+
+if table:
+    widths = [max(len(row[i]) for row in table + [("figure", "measured", "target", "Salt")]) for i in range(4)]
+    fmt = "  %-{}s  %-{}s  %-{}s  %s".format(*widths[:3])
+    print(fmt % ("figure", "measured", "target", "Salt"))
+    for row in table:
+        print(fmt % row)
