@@ -1628,3 +1628,17 @@ TEST_CASE("json: ParseJsonMembers builds only the asked keys, in document order"
   std::string deep = R"({"x":)" + std::string(2000, '[') + std::string(2000, ']') + "}";
   REQUIRE_THROWS_AS(ParseJsonMembers(deep, kKeys), brine::JsonError);
 }
+
+TEST_CASE("json: a long string with escapes (multi-line command output) reads back exactly", "[core]") {
+  // Past the length where the parser reserves the string's room up front.
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += "line " + std::to_string(i) + "\t\"quoted\" \\ caf\xc3\xa9\n";
+  text += "\xff end";  // a byte that is not UTF-8, written as \udcff
+  const Value v(text);
+  const std::string json = ToJson(Value::Map({{"return", v}}));
+  REQUIRE(json.size() > (1 << 16));
+  REQUIRE(*ParseJson(json).Find("return") == v);
+  static constexpr std::string_view kReturn[] = {"return"};
+  REQUIRE(*brine::ParseJsonMembers(json, kReturn).Find("return") == v);
+  REQUIRE_THROWS_AS(ParseJson(json.substr(0, json.size() - 3)), brine::JsonError);  // unterminated
+}

@@ -184,6 +184,17 @@ class Parser {
     throw JsonError("invalid JSON at byte " + std::to_string(pos_) + ": " + what);
   }
 
+  // A long string with escapes (a command's multi-line output) would grow by
+  // doubling, briefly holding one and a half times its size; its encoded
+  // length bounds its decoded one, so it is found once and reserved.
+  static constexpr std::size_t kReserveAbove = 1 << 16;
+  void ReserveForString(std::size_t escape, std::string& out) const {
+    if (s_.size() - escape < kReserveAbove) return;
+    std::size_t p = escape;
+    while (p < s_.size() && s_[p] != '"') p += s_[p] == '\\' ? 2 : 1;
+    if (p - escape >= kReserveAbove) out.reserve(p - escape + out.size());
+  }
+
   // The end of the run of string bytes from `from` that stand for themselves
   // (not '"', '\\' or a control character), scanned through a table on local
   // pointers: strings are most of what a load or a return holds.
@@ -447,6 +458,7 @@ class Parser {
       const char c = s_[pos_++];
       if (c == '"') return out;
       if (c != '\\') Fail("control character in string");
+      if (out.size() == pos_ - 1 - start) ReserveForString(pos_ - 1, out);  // the first escape
       if (pos_ >= s_.size()) Fail("unterminated escape");
       const char e = s_[pos_++];
       switch (e) {
