@@ -1642,3 +1642,64 @@ TEST_CASE("json: a long string with escapes (multi-line command output) reads ba
   REQUIRE(*brine::ParseJsonMembers(json, kReturn).Find("return") == v);
   REQUIRE_THROWS_AS(ParseJson(json.substr(0, json.size() - 3)), brine::JsonError);  // unterminated
 }
+
+TEST_CASE("json: WriteJsonText writes what WriteJson writes for the parsed text, at any level", "[core]") {
+  using brine::JsonStyle;
+  using brine::WriteJsonText;
+  std::vector<Value> values = {
+      ParseJson(R"({"fun":"cmd.run","arg":["uptime",{"k":[1,-2,3.5,1e+16,4.0]}],"tgt":["a","b"],"e":{},"l":[]})"),
+      ParseJson(R"(["caf\u00e9","tab\there","quote\"q","back\\slash","\u001f","\u007f","\ud83d\ude00"])"),
+      ParseJson(R"({"inf":9e999,"ninf":-9e999,"big":18446744073709551615,"neg":-9223372036854775808,"t":true,"n":null})"),
+      Value(std::string("not utf-8: \xff\xfe, then \xc3\xa9")),
+      Value::EmptyMap(),
+      Value::EmptyList(),
+      Value(0.1),
+  };
+  // Texts that are not in brine's storage form: normalised as the parser and writer would.
+  const std::vector<std::string> foreign = {R"( [ 1.50 , 1E2, -0.0, "\u00e9\/" ] )", R"({"b":1,"a":{"z":[],"y":"\ud800x"}})"};
+  std::vector<std::string> texts;
+  for (const Value& v : values) texts.push_back(ToJson(v));
+  for (const std::string& f : foreign) texts.push_back(f);
+  JsonStyle ascii = JsonStyle::Python(2);
+  ascii.ensure_ascii = true;
+  JsonStyle sorted = JsonStyle::Python(4);
+  sorted.sort_keys = true;
+  for (const JsonStyle& style : {JsonStyle::Python(4), JsonStyle::Python(-1), JsonStyle::Python(0), JsonStyle::Storage(), ascii, sorted}) {
+    for (const std::string& text : texts) {
+      if (text.find("\\ud800x") != std::string::npos) {
+        REQUIRE_THROWS_AS(ParseJson(text), brine::JsonError);  // a lone surrogate is refused both ways
+        std::string out;
+        REQUIRE_THROWS_AS(WriteJsonText(text, style, 0, out), brine::JsonError);
+        continue;
+      }
+      INFO(text << " indent " << style.indent);
+      const Value parsed = ParseJson(text);
+      std::string out;
+      WriteJsonText(text, style, 0, out);
+      REQUIRE(out == ToJson(parsed, style));
+      if (style.indent > 0) {
+        // At level 1 its inner lines are indented one step deeper, as inside a list.
+        std::string nested;
+        WriteJsonText(text, style, 1, nested);
+        const std::string pad(static_cast<std::size_t>(style.indent), ' ');
+        REQUIRE("[\n" + pad + nested + "\n]" == ToJson(Value::List({parsed}), style));
+      }
+    }
+  }
+  for (const char* bad : {"[1,", R"({"a" 1})", "tru", R"(["\q"])", "[1] x"}) {
+    std::string out;
+    REQUIRE_THROWS_AS(WriteJsonText(bad, JsonStyle::Python(4), 0, out), brine::JsonError);
+  }
+}
+
+TEST_CASE("json: JsonMemberTexts gives the asked members' text as it stands", "[core]") {
+  static constexpr std::string_view kKeys[] = {"tgt", "fun"};
+  const std::string load = R"({"fun":"a","jid":"1","tgt":[ "x", {"y":1} ],"fun":"again"})";
+  const auto members = brine::JsonMemberTexts(load, kKeys);
+  REQUIRE(members.size() == 3);
+  REQUIRE(members[0] == std::pair<std::string, std::string_view>{"fun", R"("a")"});
+  REQUIRE(members[1] == std::pair<std::string, std::string_view>{"tgt", R"([ "x", {"y":1} ])"});
+  REQUIRE(members[2].second == R"("again")");
+  REQUIRE_THROWS_AS(brine::JsonMemberTexts("[1]", kKeys), brine::JsonError);
+  REQUIRE_THROWS_AS(brine::JsonMemberTexts(R"({"x":[})", kKeys), brine::JsonError);
+}

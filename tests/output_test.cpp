@@ -744,6 +744,16 @@ TEST_CASE("output: MapStream writes exactly what Render prints for the whole map
     OutputOptions color;
     color.color = OutputOptions::Color::kOn;
     REQUIRE(Streamed("nested", map, color) == Render("nested", map, color));
+    // Values given as JSON text print the same.
+    for (const char* outputter : {"json", "nested", "yaml"}) {
+      for (const std::optional<int> indent : {std::optional<int>(), std::optional<int>(-1)}) {
+        std::ostringstream out;
+        brine::output::MapStream stream(outputter, Indent(indent), out);
+        for (const auto& [k, v] : map.as_map()) stream.AddJson(k, ToJson(v));
+        stream.Finish();
+        REQUIRE(out.str() == Render(outputter, map, Indent(indent)));
+      }
+    }
   }
 }
 

@@ -439,10 +439,12 @@ TEST_CASE("store: get_jids filters by jid window, function, target and limit in 
   REQUIRE(jids(s->GetJids({.target_globs = {"web2"}})) == "12 ");
   REQUIRE(jids(s->GetJids({.target_globs = {"web*"}})) == "11 12 ");
   REQUIRE(jids(s->GetJids({.limit = 2})) == "12 13 ");
-  // A listing that asks for some load keys gets only those.
-  const auto narrow = s->GetJids({.jid_min = "20240101120000000000", .load_keys = {"fun", "tgt_type"}});
-  REQUIRE(narrow.size() == 2);
-  REQUIRE(ToJson(narrow[0].load) == R"({"fun":"cmd.run","tgt_type":"list"})");
+  // A listing can have the load and metadata as JSON text instead.
+  const auto text = s->GetJids({.jid_min = "20240101120000000000", .json_text = true});
+  REQUIRE(text.size() == 2);
+  REQUIRE(text[0].load_json == R"({"fun":"cmd.run","tgt":["db1","web2"],"tgt_type":"list"})");
+  REQUIRE(text[0].load.is_null());
+  REQUIRE(!text[0].metadata_json);
   // ForEachJob hands out the same records one at a time, and a failure of the
   // caller's own reaches the caller as it was thrown, not as a store error.
   std::string seen;

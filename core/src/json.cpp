@@ -145,20 +145,23 @@ void Write(const Value& v, const JsonStyle& style, int level, std::string& out) 
         out += "{}";
         return;
       }
-      std::vector<const std::pair<std::string, Value>*> entries;
-      entries.reserve(m.size());
-      for (const auto& e : m) entries.push_back(&e);
-      if (style.sort_keys) {
-        std::stable_sort(entries.begin(), entries.end(),
-                         [](const auto* a, const auto* b) { return a->first < b->first; });
-      }
-      out += '{';
-      for (std::size_t i = 0; i < entries.size(); ++i) {
+      const auto member = [&](std::size_t i, const std::pair<std::string, Value>& e) {
         if (i > 0) out += item_sep;
         if (pretty) Newline(style, level + 1, out);
-        WriteString(entries[i]->first, style, out);
+        WriteString(e.first, style, out);
         out += key_sep;
-        Write(entries[i]->second, style, level + 1, out);
+        Write(e.second, style, level + 1, out);
+      };
+      out += '{';
+      if (style.sort_keys) {
+        std::vector<const std::pair<std::string, Value>*> entries;
+        entries.reserve(m.size());
+        for (const auto& e : m) entries.push_back(&e);
+        std::stable_sort(entries.begin(), entries.end(),
+                         [](const auto* a, const auto* b) { return a->first < b->first; });
+        for (std::size_t i = 0; i < entries.size(); ++i) member(i, *entries[i]);
+      } else {
+        for (std::size_t i = 0; i < m.size(); ++i) member(i, m[i]);
       }
       if (pretty) Newline(style, level, out);
       out += '}';
@@ -180,6 +183,95 @@ class Parser {
   }
 
  private:
+  // One value of the document, written as Write would write its parse:
+  // containers are re-laid out, strings whose bytes WriteString would emit
+  // unchanged are copied, and everything else (numbers, escapes, invalid
+  // UTF-8) goes through the parser and the writer, so the result is exact
+  // for any JSON text, not only for brine's own.
+  void Transcode(const JsonStyle& style, int level, int depth, std::string& out) {
+    if (pos_ >= s_.size()) Fail("unexpected end of input");
+    const char c = s_[pos_];
+    if (c == '"') {
+      TranscodeString(style, out);
+      return;
+    }
+    if (c != '{' && c != '[') {
+      Write(ParseValue(depth), style, level, out);  // a scalar: no allocation
+      return;
+    }
+    if (depth >= kMaxJsonDepth) Fail("nesting too deep");
+    if (c == '{' && style.sort_keys) {
+      Write(ParseValue(depth), style, level, out);
+      return;
+    }
+    const bool pretty = style.indent >= 0;
+    const std::string_view item_sep = pretty ? "," : (style.spaced ? ", " : ",");
+    const std::string_view key_sep = (pretty || style.spaced) ? ": " : ":";
+    const char close = c == '{' ? '}' : ']';
+    ++pos_;
+    SkipWs();
+    out += c;
+    if (pos_ < s_.size() && s_[pos_] == close) {
+      ++pos_;
+      out += close;
+      return;
+    }
+    for (bool first = true;; first = false) {
+      SkipWs();
+      if (!first) out += item_sep;
+      if (pretty) Newline(style, level + 1, out);
+      if (c == '{') {
+        if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
+        TranscodeString(style, out);
+        SkipWs();
+        if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
+        ++pos_;
+        SkipWs();
+        out += key_sep;
+      }
+      Transcode(style, level + 1, depth + 1, out);
+      SkipWs();
+      if (pos_ < s_.size() && s_[pos_] == ',') {
+        ++pos_;
+        continue;
+      }
+      if (pos_ < s_.size() && s_[pos_] == close) {
+        ++pos_;
+        break;
+      }
+      Fail(c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+    if (pretty) Newline(style, level, out);
+    out += close;
+  }
+
+  void TranscodeString(const JsonStyle& style, std::string& out) {
+    // One pass: 1 for bytes that stand for themselves in any style, 2 for
+    // DEL and non-ASCII bytes, 0 where the run ends ('"', '\\', controls).
+    static constexpr auto kClass = [] {
+      std::array<unsigned char, 256> t{};
+      for (int b = 0x20; b < 256; ++b) t[b] = (b == '"' || b == '\\') ? 0 : (b >= 0x7F ? 2 : 1);
+      return t;
+    }();
+    const std::size_t open = pos_;
+    const char* p = s_.data() + open + 1;
+    const char* const stop = s_.data() + s_.size();
+    unsigned char seen = 1;
+    while (p != stop && kClass[static_cast<unsigned char>(*p)] != 0) seen |= kClass[static_cast<unsigned char>(*p++)];
+    const std::size_t end = static_cast<std::size_t>(p - s_.data());
+    if (end < s_.size() && s_[end] == '"') {
+      // No escape in it: its bytes are written as they are when they are
+      // ASCII (DEL aside under ensure_ascii), or valid UTF-8 kept raw.
+      const std::string_view body = s_.substr(open + 1, end - open - 1);
+      if (seen == 1 || (!style.ensure_ascii && IsValidUtf8(body))) {
+        out.append(s_.data() + open, end + 1 - open);
+        pos_ = end + 1;
+        return;
+      }
+    }
+    WriteString(ParseString(), style, out);
+  }
+
   [[noreturn]] void Fail(const char* what) const {
     throw JsonError("invalid JSON at byte " + std::to_string(pos_) + ": " + what);
   }
@@ -385,6 +477,54 @@ class Parser {
   }
 
  public:
+  // WriteJsonText: the document written in `style` at `level`.
+  void TranscodeDocument(const JsonStyle& style, int level, std::string& out) {
+    SkipWs();
+    Transcode(style, level, 0, out);
+    SkipWs();
+    if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
+  }
+
+  // JsonMemberTexts: the text of each member whose key is in `keys`.
+  std::vector<std::pair<std::string, std::string_view>> MemberTexts(std::span<const std::string_view> keys) {
+    std::vector<std::pair<std::string, std::string_view>> found;
+    SkipWs();
+    if (pos_ >= s_.size() || s_[pos_] != '{') Fail("expected an object");
+    ++pos_;
+    SkipWs();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+    } else {
+      while (true) {
+        SkipWs();
+        if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
+        std::string key = ParseString();
+        SkipWs();
+        if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
+        ++pos_;
+        SkipWs();
+        const std::size_t start = pos_;
+        SkipValue(1);
+        if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
+          found.emplace_back(std::move(key), s_.substr(start, pos_ - start));
+        }
+        SkipWs();
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < s_.size() && s_[pos_] == '}') {
+          ++pos_;
+          break;
+        }
+        Fail("expected ',' or '}'");
+      }
+    }
+    SkipWs();
+    if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
+    return found;
+  }
+
   // The members of a top-level object whose keys are in `keys`.
   Value ParseMembers(std::span<const std::string_view> keys) {
     SkipWs();
@@ -634,6 +774,15 @@ Value ParseJson(std::string_view text) { return Parser(text).ParseDocument(); }
 
 Value ParseJsonMembers(std::string_view text, std::span<const std::string_view> keys) {
   return Parser(text).ParseMembers(keys);
+}
+
+std::vector<std::pair<std::string, std::string_view>> JsonMemberTexts(std::string_view text,
+                                                                      std::span<const std::string_view> keys) {
+  return Parser(text).MemberTexts(keys);
+}
+
+void WriteJsonText(std::string_view json, const JsonStyle& style, int level, std::string& out) {
+  Parser(json).TranscodeDocument(style, level, out);
 }
 
 }  // namespace brine

@@ -59,12 +59,42 @@ void MapStream::Flush() {
   pending_.clear();
 }
 
-void MapStream::Add(std::string key, Value value) {
+void MapStream::CheckOrder(const std::string& key) {
   if (count_ > 0 && !py::CodePointLess(last_key_, key)) {
     throw std::logic_error("MapStream: key '" + key + "' is not after '" + last_key_ + "'");
   }
   last_key_ = key;
   ++count_;
+}
+
+void MapStream::JsonEntryHead(const std::string& key, std::string& text) const {
+  const int indent = options_.indent.value_or(4);
+  const JsonStyle style = JsonStyle::Python(indent < 0 ? -1 : indent);
+  if (indent < 0) {
+    text += count_ == 1 ? "{" : ", ";
+  } else {
+    text += count_ == 1 ? "{\n" : ",\n";
+    text.append(static_cast<std::size_t>(indent), ' ');
+  }
+  WriteJson(Value(key), style, text);
+  text += ": ";
+}
+
+void MapStream::AddJson(std::string key, std::string_view json) {
+  if (mode_ != Mode::kJson) {
+    Add(std::move(key), ParseJson(json));
+    return;
+  }
+  CheckOrder(key);
+  const int indent = options_.indent.value_or(4);
+  scratch_.clear();
+  JsonEntryHead(key, scratch_);
+  WriteJsonText(json, JsonStyle::Python(indent < 0 ? -1 : indent), 1, scratch_);
+  Write(scratch_);
+}
+
+void MapStream::Add(std::string key, Value value) {
+  CheckOrder(key);
   if (mode_ == Mode::kBuffered) {
     buffered_.emplace_back(std::move(key), std::move(value));
     return;

@@ -26,31 +26,65 @@ std::string StartTime(const std::string& jid) {
   }
 }
 
-// Moves load[key] out, or gives `fallback` when the load has no such key.
-Value Take(Value& load, std::string_view key, const char* fallback) {
-  Value* v = load.Find(key);
-  return v != nullptr ? std::move(*v) : Value(fallback);
-}
+// The fields both of Salt's job formatters start with: each shows a load key,
+// or Salt's default when the load has none. Arguments is always a list: the
+// load's `arg` when it is one, [] when absent or null, else [arg].
+struct JobField {
+  const char* name;
+  std::string_view key;
+  const char* fallback;  // nullptr: Arguments' rule
+};
+constexpr JobField kJobFields[] = {{"Function", "fun", "unknown-function"},
+                                   {"Arguments", "arg", nullptr},
+                                   {"Target", "tgt", "unknown-target"},
+                                   {"Target-type", "tgt_type", "list"},
+                                   {"User", "user", "root"}};
+constexpr std::string_view kListedKeys[] = {"fun", "arg", "tgt", "tgt_type", "user"};
 
-Value ArgumentsOf(Value& load) {
-  Value* found = load.Find("arg");
-  if (found == nullptr || found->is_null()) return Value::EmptyList();
-  Value arg = std::move(*found);
-  if (arg.is_list()) return arg;
-  return Value::List({std::move(arg)});
-}
-
-// The fields both of Salt's job formatters start with, with Salt's defaults:
-// Function, Arguments, Target, Target-type, User. Moves them out of `load`.
+// The job fields as a map, moved out of `load`.
 Value JobFields(Value& load) {
   ValueMap fields;
   fields.reserve(8);  // room for Metadata, Minions, StartTime and EndTime after these
-  fields.emplace_back("Function", Take(load, "fun", "unknown-function"));
-  fields.emplace_back("Arguments", ArgumentsOf(load));
-  fields.emplace_back("Target", Take(load, "tgt", "unknown-target"));
-  fields.emplace_back("Target-type", Take(load, "tgt_type", "list"));
-  fields.emplace_back("User", Take(load, "user", "root"));
+  for (const JobField& f : kJobFields) {
+    Value* v = load.Find(f.key);
+    if (f.fallback != nullptr) {
+      fields.emplace_back(f.name, v != nullptr ? std::move(*v) : Value(f.fallback));
+    } else if (v == nullptr || v->is_null()) {
+      fields.emplace_back(f.name, Value::EmptyList());
+    } else {
+      fields.emplace_back(f.name, v->is_list() ? std::move(*v) : Value::List({std::move(*v)}));
+    }
+  }
   return Value(std::move(fields));
+}
+
+// The job fields as JSON members ("Function":...,"User":...) from the load's
+// JSON text, with the rules of JobFields, for listings that print JSON.
+void AppendJobFieldsJson(std::string_view load_json, std::string& out) {
+  const auto members = JsonMemberTexts(load_json, kListedKeys);
+  for (const JobField& f : kJobFields) {
+    if (f.name != kJobFields[0].name) out += ',';
+    out += '"';
+    out += f.name;
+    out += "\":";
+    const auto it = std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == f.key; });
+    const std::string_view text = it != members.end() ? it->second : std::string_view();
+    if (f.fallback != nullptr) {
+      if (it != members.end()) {
+        out += text;
+      } else {
+        WriteJson(Value(f.fallback), JsonStyle::Storage(), out);
+      }
+    } else if (it == members.end() || text == "null") {
+      out += "[]";
+    } else if (text.front() == '[') {
+      out += text;
+    } else {
+      out += '[';
+      out += text;
+      out += ']';
+    }
+  }
 }
 
 // salt.utils.jid.format_job_instance with the record's metadata: the job
@@ -87,20 +121,30 @@ Value Wrap(const Value& outputter, Value data) {
 
 bool StoreEndtime(Context& ctx) { return ctx.config().job_cache_store_endtime; }
 
-// The load keys JobFields shows.
-constexpr std::string_view kListedKeys[] = {"fun", "arg", "tgt", "tgt_type", "user"};
-
 // list_jobs prints {jid: record} as it reads: a day of a big fleet is 100k
-// jobs, whose records as one Value would take far more memory than their text.
+// jobs, whose records as one Value would take far more memory than their
+// text. Each record is put together as JSON from the stored load's text, and
+// the json outputter copies it through without building a Value.
 void ListJobs(Context& ctx, store::JobFilter filter, const Value& outputter) {
-  filter.load_keys.assign(std::begin(kListedKeys), std::end(kListedKeys));
+  filter.json_text = true;
   const bool endtime = StoreEndtime(ctx);
   const auto stream = ctx.OpenMapStream(outputter);
+  std::string rec;
   ctx.Store().ForEachJob(filter, [&](store::JobRecord&& job) {
-    Value rec = FormatJob(std::move(job.load), std::move(job.metadata));
-    rec.as_map().emplace_back("StartTime", StartTime(job.jid));
-    if (endtime && job.endtime && !job.endtime->empty()) rec.as_map().emplace_back("EndTime", *job.endtime);
-    stream->Add(std::move(job.jid), std::move(rec));
+    rec.assign("{");
+    AppendJobFieldsJson(job.load_json, rec);
+    if (job.metadata_json) {
+      rec += ",\"Metadata\":";
+      rec += *job.metadata_json;
+    }
+    rec += ",\"StartTime\":";
+    WriteJson(Value(StartTime(job.jid)), JsonStyle::Storage(), rec);
+    if (endtime && job.endtime && !job.endtime->empty()) {
+      rec += ",\"EndTime\":";
+      WriteJson(Value(*job.endtime), JsonStyle::Storage(), rec);
+    }
+    rec += '}';
+    stream->AddJson(std::move(job.jid), rec);
   });
   stream->Finish();
   ctx.SuppressResult();

@@ -544,8 +544,13 @@ class SqliteStore final : public Store {
         r.jid = q.getColumn(0).getString();
         const SQLite::Column load = q.getColumn(1);
         const std::string_view text(load.getText(), static_cast<std::size_t>(load.getBytes()));
-        r.load = filter.load_keys.empty() ? ParseJson(text) : ParseJsonMembers(text, filter.load_keys);
-        if (!q.getColumn(2).isNull()) r.metadata = ParseJson(q.getColumn(2).getString());
+        if (filter.json_text) {
+          r.load_json = text;
+          if (!q.getColumn(2).isNull()) r.metadata_json = q.getColumn(2).getString();
+        } else {
+          r.load = ParseJson(text);
+          if (!q.getColumn(2).isNull()) r.metadata = ParseJson(q.getColumn(2).getString());
+        }
         if (!q.getColumn(3).isNull()) r.endtime = q.getColumn(3).getString();
         return r;
       };

@@ -20,6 +20,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "brine/core/value.h"
 
@@ -74,5 +76,17 @@ inline constexpr int kMaxJsonDepth = 1000;
 // skipped without building anything (a job listing reads five keys of each
 // load). Throws JsonError as ParseJson does, and when the text is not an object.
 [[nodiscard]] Value ParseJsonMembers(std::string_view text, std::span<const std::string_view> keys);
+
+// The text of each member of a top-level JSON object whose key is in `keys`,
+// in document order (duplicates included), as slices of `text`; the rest is
+// checked for syntax and skipped. Throws JsonError as ParseJsonMembers does.
+[[nodiscard]] std::vector<std::pair<std::string, std::string_view>> JsonMemberTexts(
+    std::string_view text, std::span<const std::string_view> keys);
+
+// Appends exactly what WriteJson(ParseJson(json), style, out) would, as the
+// value at nesting `level` of an enclosing document (the indent of its inner
+// lines), without building a Value: listings copy stored JSON into their
+// output this way. Throws JsonError as ParseJson does.
+void WriteJsonText(std::string_view json, const JsonStyle& style, int level, std::string& out);
 
 }  // namespace brine

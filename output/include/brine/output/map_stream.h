@@ -28,6 +28,10 @@ class MapStream {
   // nested and block-style yaml are written as entries arrive; the other
   // outputters (and flow-style yaml) need the whole map and print on Finish.
   void Add(std::string key, Value value);
+  // Add with the value given as JSON text: json copies it into its output
+  // without building a Value (WriteJsonText); the others parse it. Throws
+  // JsonError for malformed text.
+  void AddJson(std::string key, std::string_view json);
   // Writes what is still held back (at most the trailing whitespace Salt's
   // display_output strips, or the buffered map). Call once, after the last Add.
   void Finish();
@@ -35,6 +39,9 @@ class MapStream {
  private:
   enum class Mode { kJson, kNested, kYamlBlock, kBuffered };
   void Write(std::string_view text);
+  void CheckOrder(const std::string& key);
+  // The start of an entry in json: the separator, the indent and the key.
+  void JsonEntryHead(const std::string& key, std::string& text) const;
   void Flush();
   static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
 

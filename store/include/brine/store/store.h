@@ -103,6 +103,10 @@ struct JobRecord {
   std::vector<std::string> minions;   // expected minions, sorted
   Value metadata;                     // the job's metadata map, or null
   std::optional<std::string> endtime;
+  // With JobFilter::json_text, the load and the metadata as JSON text
+  // instead of `load` and `metadata` (left null).
+  std::string load_json;
+  std::optional<std::string> metadata_json;
 };
 
 // What GetJids selects. Every condition given must hold (AND).
@@ -126,9 +130,9 @@ struct JobFilter {
   std::optional<bool> has_failures;
   // Keep only the newest `limit` matching jobs (still returned oldest first).
   std::optional<std::size_t> limit;
-  // When not empty, JobRecord::load holds only these top-level keys of the
-  // load: a listing that shows five fields skips parsing the rest.
-  std::vector<std::string_view> load_keys;
+  // Hand out the load and metadata as JSON text (JobRecord::load_json,
+  // metadata_json), for a listing that copies them into its output.
+  bool json_text = false;
 };
 
 struct CleanResult {
