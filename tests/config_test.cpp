@@ -405,7 +405,7 @@ TEST_CASE("yaml: a comma outside any flow collection is an error and not a yaml-
   // Found by fuzz/fuzz_arguments: yaml-cpp 0.7 loops forever, allocating,
   // on these one-line documents; PyYAML refuses each of them.
   for (const char* doc : {",", ", {01b", "  ,", "&a ,", "!!str ,", "--- ,", "... ,", "[a] ,", "\"a\" ,", "'x' ,",
-                          "{a: 1} , b", "[a, [b]] ,"}) {
+                          "{a: 1} , b", "[a, [b]] ,", "!!bin,ary x", "!a,b x", "&a,b"}) {
     INFO(doc);
     CHECK(YamlErrorOf(doc).find("',' outside a flow collection") != std::string::npos);
   }

@@ -241,7 +241,7 @@ TEST_CASE("runner: CLI words are typed as salt-run's yamlify_arg types them", "[
       // a directive with no document: PyYAML refuses it, so Salt keeps the text
       "%", " %", "%x", "%YAML 1.1", "100%",
       // a ',' outside flow collections (yaml-cpp would hang) and inside plain scalars
-      ",", ", {01b", "&a ,", "[a] ,", "\"a\" ,", "--- ,", "a, b", "a ,", "- a, b", "{a: 1, b: [2, 3]}", "k: a, b"};
+      ",", ", {01b", "&a ,", "[a] ,", "\"a\" ,", "--- ,", "a, b", "a ,", "- a, b", "{a: 1, b: [2, 3]}", "k: a, b", "!!bin,ary x", "!!str, a", "&a,b"};
   TempDir tmp;
   ValueList list;
   for (const auto& w : words) list.emplace_back(w);

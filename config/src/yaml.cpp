@@ -281,7 +281,8 @@ class Builder {
 // yaml-cpp 0.7 never returns from LoadAll, allocating until memory runs out,
 // when a ',' (YAML's flow entry indicator) starts a token outside any [ ] or
 // { }: ",", ", {a", "[a] ,", "&x ,", "\"a\" ,", "--- ,". PyYAML refuses all of
-// these. Found by fuzz/fuzz_arguments through brine-run's argument typing.
+// these, and "!!bin,ary x" (an unknown tag to PyYAML). Found by
+// fuzz/fuzz_arguments through brine-run's argument typing.
 // This scans one line (CLI words have no line breaks) the way YAML's scanner
 // splits tokens and returns the 0-based column of such a ',', or npos. A ','
 // inside a plain scalar ("a, b", "a ,") or a flow collection is fine.
@@ -340,7 +341,9 @@ std::size_t BlockLevelFlowEntry(std::string_view s) {
     } else if (flow == 0 && (c == '|' || c == '>')) {
       return std::string_view::npos;  // a block scalar header
     } else if (c == '&' || c == '*' || c == '!') {
-      while (i < n && !blank(i) && !(flow > 0 && flow_indicator(i))) ++i;
+      // yaml-cpp ends an anchor, alias or tag at ',' ("!!str,x": PyYAML reads
+      // the unknown tag `str,x` and refuses it too).
+      while (i < n && !blank(i) && s[i] != ',' && !(flow > 0 && flow_indicator(i))) ++i;
     } else {
       in_plain = true;
       ++i;
