@@ -125,7 +125,7 @@ slow() {
   log "ThreadSanitizer build (-DBRINE_SANITIZE=thread): the master and reliability tests"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRINE_SANITIZE=thread >/dev/null
   cmake --build build-tsan -j "$jobs" --target master_test reliability_test
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/tests/tsan.supp" \
     run_ctest build-tsan --label-exclude slow -R '^(master|reliability):'
 }
 
