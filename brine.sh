@@ -4,6 +4,7 @@
 #   ./brine.sh demo    install what is missing, build, run the live demo
 #   ./brine.sh test    install what is missing, build, run every test (what CI runs)
 #   ./brine.sh slow    the long soaks and the ThreadSanitizer run (not in CI)
+#   ./brine.sh fuzz [S] build the libFuzzer targets (clang) and run each S seconds (30)
 #   ./brine.sh bench   build in Release and run the benchmarks, printing figures
 #   ./brine.sh build   install what is missing and build (Release) into build/
 #   ./brine.sh deps    only install the Debian packages brine needs
@@ -17,7 +18,8 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 
 # Build tools, the libraries of CMakeLists.txt, and what the tests and the
 # demo run: sqlite3 (forensic queries), python3 with yaml/zmq/msgpack (the
-# outputter oracle and the Salt plug-in tests).
+# outputter oracle and the Salt plug-in tests); clang and its runtime
+# (libclang-rt-dev holds libFuzzer) for the fuzz targets.
 packages=(
   g++ cmake ninja-build pkg-config
   libsqlite3-dev sqlite3 libsqlitecpp-dev
@@ -26,6 +28,7 @@ packages=(
   catch2
   libyaml-cpp-dev
   python3 python3-yaml python3-zmq python3-msgpack
+  clang libclang-rt-dev
 )
 
 log() { printf '==> %s\n' "$*"; }
@@ -82,7 +85,35 @@ test_all() {
   configure_build build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRINE_WERROR=ON -DBRINE_SANITIZE=ON
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     run_ctest build-asan --label-exclude slow
+  fuzz 30
   log "all tests passed in $((SECONDS - t0)) s"
+}
+
+# fuzz SECONDS: builds only the libFuzzer targets and what they link (core,
+# wire, config) with clang, ASan and UBSan, then runs each for SECONDS on its
+# checked-in corpus (fuzz/corpus/<target>, read only; new inputs go to
+# build-fuzz/corpus/). A crash stops here with the input saved under
+# build-fuzz/; make it a regression test (tests/reliability_test.cpp) and add it
+# to the checked-in corpus.
+fuzz() {
+  local seconds="${1:-30}"
+  log "libFuzzer targets (clang, ASan+UBSan): fuzz_frame, fuzz_arguments, ${seconds} s each"
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
+    -DBRINE_FUZZ=ON -DBRINE_TESTS=OFF >/dev/null
+  cmake --build build-fuzz -j "$jobs" --target fuzz_frame fuzz_arguments
+  local t
+  for t in frame arguments; do
+    mkdir -p "build-fuzz/corpus/$t"
+    # -timeout: one input running 10 s is a finding (yaml-cpp once looped forever).
+    if ! timeout $((seconds + 300)) "./build-fuzz/bin/fuzz_$t" -max_total_time="$seconds" -timeout=10 \
+      -print_final_stats=1 -rss_limit_mb=2048 \
+      -artifact_prefix="build-fuzz/crash-$t-" "build-fuzz/corpus/$t" "fuzz/corpus/$t" >"build-fuzz/fuzz_$t.log" 2>&1; then
+      tail -n 60 "build-fuzz/fuzz_$t.log"
+      echo "brine.sh: fuzz_$t found a crash; the input is in build-fuzz/crash-$t-*" >&2
+      exit 1
+    fi
+    log "fuzz_$t: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "build-fuzz/fuzz_$t.log" | grep -o '[0-9]*$') runs, $(grep -o 'stat::average_exec_per_sec: *[0-9]*' "build-fuzz/fuzz_$t.log" | grep -o '[0-9]*$') execs/s, no crash"
+  done
 }
 
 slow() {
@@ -91,6 +122,11 @@ slow() {
   ./build/bin/ingest_bench --jobs 400000
   log "tests labelled slow"
   run_ctest build --label-regex slow --no-tests=ignore
+  log "ThreadSanitizer build (-DBRINE_SANITIZE=thread): the master and reliability tests"
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRINE_SANITIZE=thread >/dev/null
+  cmake --build build-tsan -j "$jobs" --target master_test reliability_test
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/tests/tsan.supp" \
+    run_ctest build-tsan --label-exclude slow -R '^(master|reliability):'
 }
 
 # The query store (1M jobs, 10M returns, ~5 GB) is built once, which takes a
@@ -229,8 +265,9 @@ case "${1:-}" in
   demo) shift; demo "$@" ;;
   test) shift; test_all "$@" ;;
   slow) shift; slow "$@" ;;
+  fuzz) shift; deps; fuzz "$@" ;;
   bench) shift; bench "$@" ;;
   build) shift; build "$@" ;;
   deps) shift; deps ;;
-  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -400,6 +400,26 @@ TEST_CASE("yaml: scalar typing agrees with PyYAML plus Salt's changes on many in
 // ---------------------------------------------------------------------------
 // Documents
 
+TEST_CASE("yaml: a comma outside any flow collection is an error and not a yaml-cpp hang (fuzz regression)",
+          "[config]") {
+  // Found by fuzz/fuzz_arguments: yaml-cpp 0.7 loops forever, allocating,
+  // on these one-line documents; PyYAML refuses each of them.
+  for (const char* doc : {",", ", {01b", "  ,", "&a ,", "!!str ,", "--- ,", "... ,", "[a] ,", "\"a\" ,", "'x' ,",
+                          "{a: 1} , b", "[a, [b]] ,", "!!bin,ary x", "!a,b x", "&a,b"}) {
+    INFO(doc);
+    CHECK(YamlErrorOf(doc).find("',' outside a flow collection") != std::string::npos);
+  }
+  // A ',' inside a plain scalar or a flow collection is fine.
+  CHECK(ParseYaml("a, b") == Value("a, b"));
+  CHECK(ParseYaml("a ,") == Value("a ,"));
+  CHECK(ParseYaml("- a, b") == Value::List({"a, b"}));
+  CHECK(ParseYaml("k: a, b") == Value::Map({{"k", "a, b"}}));
+  CHECK(ParseYaml("[a, 'b,', \"c\\\",\"]") == Value::List({"a", "b,", "c\","}));
+  CHECK(ParseYaml("{a: [1, 2], b: c}") ==
+        Value::Map({{"a", Value::List({1, 2})}, {"b", "c"}}));
+  CHECK(ParseYaml("x # , y") == Value("x"));
+}
+
 TEST_CASE("yaml: ParseYaml keeps the order of map keys and list items", "[config]") {
   Value v = ParseYaml("zeta: 1\nalpha: [3, 1, 2]\nmid:\n  b: x\n  a: {d: 1, c: 2}\n");
   Value expected = Value::Map({

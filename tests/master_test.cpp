@@ -1,7 +1,6 @@
 // brine-master end to end: the real binary on a temp config folder, real
 // ZeroMQ sockets, a real store file.
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,6 +24,7 @@
 #include "brine/wire/codec.h"
 #include "support/master_process.h"
 #include "support/process.h"
+#include "support/tmpfs_mount.h"
 
 using brine::ParseJson;
 using brine::ToJson;
@@ -33,6 +33,7 @@ using brine::ValueList;
 using brine::test::MasterProcess;
 using brine::test::PushFrames;
 using brine::test::Sql;
+using brine::test::TmpfsMount;
 
 namespace {
 
@@ -210,35 +211,6 @@ mode_t ModeOf(const std::filesystem::path& path) {
   REQUIRE(::stat(path.c_str(), &st) == 0);
   return st.st_mode & 07777;
 }
-
-// A small tmpfs mounted for one test and unmounted (lazily, so a failed test
-// cannot leave it behind) when the guard goes away.
-class TmpfsMount {
- public:
-  TmpfsMount(std::filesystem::path where, const std::string& size) : path_(std::move(where)) {
-    std::filesystem::create_directories(path_);
-    const std::string opts = "size=" + size + ",mode=0700";
-    if (::mount("tmpfs", path_.c_str(), "tmpfs", 0, opts.c_str()) == 0) {
-      mounted_ = true;
-    } else {
-      why_ = std::string("mount -t tmpfs failed: ") + std::strerror(errno);
-    }
-  }
-  ~TmpfsMount() {
-    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
-  }
-  TmpfsMount(const TmpfsMount&) = delete;
-  TmpfsMount& operator=(const TmpfsMount&) = delete;
-
-  [[nodiscard]] bool mounted() const { return mounted_; }
-  [[nodiscard]] const std::string& why() const { return why_; }
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-  bool mounted_ = false;
-  std::string why_;
-};
 
 }  // namespace
 

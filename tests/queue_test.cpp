@@ -718,7 +718,7 @@ TEST_CASE("queue: jobs.master lists process_runner while its queued call runs", 
 
 // --- names and items ------------------------------------------------------------------------
 
-TEST_CASE("queue: names and items made of quotes, %, _, ; and -- are stored verbatim and never executed",
+TEST_CASE("queue: names and items made of quotes, %, _, semicolons and -- are stored verbatim and never executed",
           "[queue][e2e]") {
   Site site;
   const std::vector<std::string> nasty = {
@@ -786,7 +786,7 @@ TEST_CASE("queue: a queue name that is empty, too long, has '/', a control chara
 
 // --- the store API ------------------------------------------------------------------------------
 
-TEST_CASE("queue store: a held pop removes its items only on Commit; dropping it puts them back in place",
+TEST_CASE("queue store: a held pop removes its items only on Commit, and dropping it puts them back in place",
           "[queue]") {
   TempDir dir;
   auto q = OpenQueues(dir / "brine.sqlite");

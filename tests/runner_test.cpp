@@ -237,7 +237,11 @@ TEST_CASE("runner: CLI words are typed as salt-run's yamlify_arg types them", "[
       // more of the same rules
       "-010", "0777", "-.inf", ".nan", "1.0e+5", "0o10", "08", "yES", "all", "item1", "...", "a\tb",
       "[1, 2] #c", "#x", "2024-01-01 12:00:00", "1:20.5", "{a: 1, a: 2}", "[a, {b: 1}]", "18446744073709551615",
-      "{\"name\": \"redis\", \"port\": 6379}", "'[\"item2\",\"item3\"]'", "|", "!", "- a #c", "a: 1 #c"};
+      "{\"name\": \"redis\", \"port\": 6379}", "'[\"item2\",\"item3\"]'", "|", "!", "- a #c", "a: 1 #c",
+      // a directive with no document: PyYAML refuses it, so Salt keeps the text
+      "%", " %", "%x", "%YAML 1.1", "100%",
+      // a ',' outside flow collections (yaml-cpp would hang) and inside plain scalars
+      ",", ", {01b", "&a ,", "[a] ,", "\"a\" ,", "--- ,", "a, b", "a ,", "- a, b", "{a: 1, b: [2, 3]}", "k: a, b", "!!bin,ary x", "!!str, a", "&a,b"};
   TempDir tmp;
   ValueList list;
   for (const auto& w : words) list.emplace_back(w);

@@ -278,9 +278,89 @@ class Builder {
   std::size_t values_ = 0;
 };
 
+// yaml-cpp 0.7 never returns from LoadAll, allocating until memory runs out,
+// when a ',' (YAML's flow entry indicator) starts a token outside any [ ] or
+// { }: ",", ", {a", "[a] ,", "&x ,", "\"a\" ,", "--- ,". PyYAML refuses all of
+// these, and "!!bin,ary x" (an unknown tag to PyYAML). Found by
+// fuzz/fuzz_arguments through brine-run's argument typing.
+// This scans one line (CLI words have no line breaks) the way YAML's scanner
+// splits tokens and returns the 0-based column of such a ',', or npos. A ','
+// inside a plain scalar ("a, b", "a ,") or a flow collection is fine.
+std::size_t BlockLevelFlowEntry(std::string_view s) {
+  constexpr std::string_view kFlowIndicators = ",[]{}";
+  const std::size_t n = s.size();
+  auto blank = [&](std::size_t k) { return k >= n || s[k] == ' ' || s[k] == '\t'; };
+  auto flow_indicator = [&](std::size_t k) { return k < n && kFlowIndicators.find(s[k]) != std::string_view::npos; };
+  int flow = 0;
+  bool in_plain = false;
+  std::size_t i = 0;
+  if ((s.substr(0, 3) == "---" || s.substr(0, 3) == "...") && blank(3)) i = 3;
+  while (i < n) {
+    const char c = s[i];
+    if (c == ' ' || c == '\t') {
+      ++i;
+      if (i < n && s[i] == '#') return std::string_view::npos;  // a comment
+      continue;
+    }
+    if (in_plain) {
+      // Spaces do not end a plain scalar; ": " does, and in flow an indicator.
+      if (c == ':' && (blank(i + 1) || (flow > 0 && flow_indicator(i + 1)))) {
+        in_plain = false;
+        ++i;
+      } else if (flow > 0 && flow_indicator(i)) {
+        in_plain = false;  // read again as a token
+      } else {
+        ++i;
+      }
+      continue;
+    }
+    // A token starts here.
+    if (c == '#') return std::string_view::npos;
+    if (c == ',') {
+      if (flow == 0) return i;
+      ++i;
+    } else if (c == '[' || c == '{') {
+      ++flow;
+      ++i;
+    } else if (c == ']' || c == '}') {
+      if (flow > 0) --flow;
+      ++i;
+    } else if (c == '"' || c == '\'') {
+      ++i;
+      while (i < n) {
+        if (c == '"' && s[i] == '\\') {
+          i += 2;
+        } else if (s[i] == c && c == '\'' && i + 1 < n && s[i + 1] == '\'') {
+          i += 2;
+        } else if (s[i++] == c) {
+          break;
+        }
+      }
+    } else if ((c == '-' || c == '?' || c == ':') && blank(i + 1)) {
+      ++i;
+    } else if (flow == 0 && (c == '|' || c == '>')) {
+      return std::string_view::npos;  // a block scalar header
+    } else if (c == '&' || c == '*' || c == '!') {
+      // yaml-cpp ends an anchor, alias or tag at ',' ("!!str,x": PyYAML reads
+      // the unknown tag `str,x` and refuses it too).
+      while (i < n && !blank(i) && s[i] != ',' && !(flow > 0 && flow_indicator(i))) ++i;
+    } else {
+      in_plain = true;
+      ++i;
+    }
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 Value ParseYaml(std::string_view document) {
+  if (document.find_first_of("\r\n") == std::string_view::npos) {
+    if (const std::size_t column = BlockLevelFlowEntry(document); column != std::string_view::npos) {
+      throw YamlError("line 1, column " + std::to_string(column + 1) +
+                      ": did not find expected node content (',' outside a flow collection)");
+    }
+  }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(std::string(document));

@@ -36,6 +36,7 @@ constexpr std::int8_t kSaltDatetimeExt = 78;  // salt.utils.msgpack packs dateti
 
 constexpr const char* kTruncated = "truncated msgpack";
 constexpr const char* kTooDeep = "msgpack nesting deeper than 1000 levels";
+constexpr const char* kKeysTooLong = "map keys that are lists or maps are too long as text";
 static_assert(kMaxNestingDepth == 1000, "keep kTooDeep in step");
 
 bool IsMapHeader(std::uint8_t b) { return (b >= 0x80 && b <= 0x8f) || b == 0xde || b == 0xdf; }
@@ -110,7 +111,8 @@ class Reader {
   explicit Reader(std::string_view bytes)
       : p_(reinterpret_cast<const std::uint8_t*>(bytes.data())),
         end_(p_ + bytes.size()),
-        reserve_budget_(bytes.size()) {}
+        reserve_budget_(bytes.size()),
+        container_key_budget_(8 * bytes.size() + 1024) {}
 
   // Reads all the bytes as exactly one value (at nesting level 1).
   bool ReadAll(Value& out) {
@@ -297,12 +299,21 @@ class Reader {
       case Value::Kind::kMap: key = ToJson(v); break;
     }
     // clang-format on
+    // JSON escapes the quotes of a key nested in a key, so text doubles with
+    // each level: a 300-byte frame of maps keyed by maps would take gigabytes
+    // and minutes (found by fuzz/fuzz_frame). Such keys share a budget of a few
+    // bytes of text per input byte; Python itself cannot even hash them.
+    if (v.is_list() || v.is_map()) {
+      if (key.size() > container_key_budget_) return Fail(kKeysTooLong);
+      container_key_budget_ -= key.size();
+    }
     return true;
   }
 
   const std::uint8_t* p_;
   const std::uint8_t* const end_;
   std::size_t reserve_budget_;
+  std::size_t container_key_budget_;  // bytes of text for list and map keys
   const char* error_ = kTruncated;
   bool trimmed_ = false;
 };
