@@ -31,11 +31,18 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "bench_support.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/wire/codec.h"
 
 namespace {
+
+using brine::bench::Counter;
+using brine::bench::Median;
+using brine::bench::PeakRssKib;
+using brine::bench::RunOnce;
+using brine::bench::Sample;
 
 namespace fs = std::filesystem;
 using brine::Value;
@@ -48,26 +55,6 @@ struct Args {
   fs::path bin = fs::path(BRINE_BIN_DIR);
   fs::path keep;
 };
-
-std::int64_t Counter(const fs::path& db, const char* name) {
-  try {
-    SQLite::Database d(db.string(), SQLite::OPEN_READONLY, 5000);
-    SQLite::Statement q(d, "SELECT value FROM brine_counters WHERE name = ?");
-    q.bind(1, name);
-    return q.executeStep() ? q.getColumn(0).getInt64() : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
-
-long PeakRssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
 
 // About `bytes` of command output: numbered lines of printable text.
 std::string BigText(long bytes) {
@@ -94,42 +81,6 @@ Value BigDict(long keys) {
     m.emplace_back(key, Value(std::string(val)));
   }
   return Value(std::move(m));
-}
-
-struct Sample {
-  double seconds;
-  long rss_kib;
-  std::size_t out_bytes;
-};
-
-Sample RunOnce(const std::vector<std::string>& argv, const fs::path& out_file) {
-  const auto start = SteadyClock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    const int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(devnull, 2);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage ru{};
-  wait4(pid, &status, 0, &ru);
-  const double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    std::fprintf(stderr, "bigret_bench: brine-run failed (status %d)\n", status);
-    std::exit(1);
-  }
-  return {secs, ru.ru_maxrss, static_cast<std::size_t>(fs::file_size(out_file))};
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Job {

@@ -63,12 +63,19 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "bench_support.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
 
 namespace {
+
+using brine::bench::Counter;
+using brine::bench::Median;
+using brine::bench::PeakRssKib;
+using brine::bench::RunOnce;
+using brine::bench::Sample;
 
 using brine::Value;
 using SteadyClock = std::chrono::steady_clock;
@@ -175,15 +182,6 @@ class Counters {
   fs::path path_;
   std::optional<SQLite::Database> db_;
 };
-
-long PeakRssKib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  }
-  return -1;
-}
 
 struct Master {
   pid_t pid = -1;

@@ -43,12 +43,19 @@
 #include <vector>
 #include <zmq.hpp>
 
+#include "bench_support.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
 
 namespace {
+
+using brine::bench::Counter;
+using brine::bench::Median;
+using brine::bench::PeakRssKib;
+using brine::bench::RunOnce;
+using brine::bench::Sample;
 
 namespace fs = std::filesystem;
 using brine::Value;
@@ -60,16 +67,6 @@ struct Args {
   fs::path bin = fs::path(BRINE_BIN_DIR);
   int runs = 5;
 };
-
-std::int64_t Received(const fs::path& db) {
-  try {
-    SQLite::Database d(db.string(), SQLite::OPEN_READONLY, 5000);
-    SQLite::Statement q(d, "SELECT value FROM brine_counters WHERE name = 'received'");
-    return q.executeStep() ? q.getColumn(0).getInt64() : 0;
-  } catch (const std::exception&) {
-    return 0;
-  }
-}
 
 std::string Minion(long i) {
   char buf[48];
@@ -185,7 +182,7 @@ Built BuildOrReuse(const Args& args) {
     PushJob(push, built.big_jid, "cmd.run", targets, t, rng, sent);
   }
   const fs::path dbp = db;
-  while (Received(dbp) < sent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  while (Counter(dbp, "received") < sent) std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
   std::fprintf(stderr, "  built: %lld events in %.1f s (%.0f events/s)\n", static_cast<long long>(sent), secs,
                static_cast<double>(sent) / secs);
@@ -205,33 +202,6 @@ Built BuildOrReuse(const Args& args) {
   return built;
 }
 
-struct Sample {
-  double seconds;
-  long rss_kib;
-  std::size_t out_bytes;
-};
-
-Sample RunOnce(const std::vector<std::string>& argv) {
-  const auto start = SteadyClock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int devnull = open("/dev/null", O_WRONLY);
-    const int out = open("/tmp/query_bench.out", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(devnull, 2);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    execv(a[0], a.data());
-    _exit(127);
-  }
-  int status = 0;
-  rusage ru{};
-  wait4(pid, &status, 0, &ru);
-  const double secs = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  return {secs, ru.ru_maxrss, static_cast<std::size_t>(fs::file_size("/tmp/query_bench.out"))};
-}
-
 // Asks the kernel to drop the store's pages from the page cache.
 bool DropCache(const fs::path& db) {
   bool ok = true;
@@ -244,11 +214,6 @@ bool DropCache(const fs::path& db) {
     close(fd);
   }
   return ok;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
@@ -295,9 +260,9 @@ int main(int argc, char** argv) {
     std::vector<double> warm, cold;
     long rss = 0;
     std::size_t bytes = 0;
-    (void)RunOnce(command);  // warm the page cache
+    (void)RunOnce(command, "/tmp/query_bench.out");  // warm the page cache
     for (int i = 0; i < args.runs; ++i) {
-      const Sample s = RunOnce(command);
+      const Sample s = RunOnce(command, "/tmp/query_bench.out");
       warm.push_back(s.seconds);
       rss = std::max(rss, s.rss_kib);
       bytes = s.out_bytes;
@@ -305,7 +270,7 @@ int main(int argc, char** argv) {
     bool cold_ok = true;
     for (int i = 0; i < args.runs; ++i) {
       cold_ok = DropCache(db) && cold_ok;
-      cold.push_back(RunOnce(command).seconds);
+      cold.push_back(RunOnce(command, "/tmp/query_bench.out").seconds);
     }
     std::printf("  %-42s %10.4f %10.4f %10.1f %12zu\n", q.name.c_str(), Median(warm), cold_ok ? Median(cold) : -1.0,
                 static_cast<double>(rss) / 1024.0, bytes);

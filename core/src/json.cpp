@@ -488,85 +488,67 @@ class Parser {
   // JsonMemberTexts: the text of each member whose key is in `keys`.
   std::vector<std::pair<std::string, std::string_view>> MemberTexts(std::span<const std::string_view> keys) {
     std::vector<std::pair<std::string, std::string_view>> found;
-    SkipWs();
-    if (pos_ >= s_.size() || s_[pos_] != '{') Fail("expected an object");
-    ++pos_;
-    SkipWs();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-    } else {
-      while (true) {
-        SkipWs();
-        if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
-        std::string key = ParseString();
-        SkipWs();
-        if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
-        ++pos_;
-        SkipWs();
-        const std::size_t start = pos_;
-        SkipValue(1);
-        if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
-          found.emplace_back(std::move(key), s_.substr(start, pos_ - start));
-        }
-        SkipWs();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == '}') {
-          ++pos_;
-          break;
-        }
-        Fail("expected ',' or '}'");
+    ForEachMember([&](std::string key) {
+      const std::size_t start = pos_;
+      SkipValue(1);
+      if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
+        found.emplace_back(std::move(key), s_.substr(start, pos_ - start));
       }
-    }
-    SkipWs();
-    if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
+    });
     return found;
   }
 
-  // The members of a top-level object whose keys are in `keys`.
+  // ParseJsonMembers: the members of a top-level object whose keys are in `keys`.
   Value ParseMembers(std::span<const std::string_view> keys) {
-    SkipWs();
-    if (pos_ >= s_.size() || s_[pos_] != '{') Fail("expected an object");
-    ++pos_;
     ValueMap m;
-    SkipWs();
-    if (pos_ < s_.size() && s_[pos_] == '}') {
-      ++pos_;
-    } else {
-      while (true) {
-        SkipWs();
-        if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
-        std::string key = ParseString();
-        SkipWs();
-        if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
-        ++pos_;
-        SkipWs();
-        if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
-          Value v = ParseValue(1);
-          m.emplace_back(std::move(key), std::move(v));
-        } else {
-          SkipValue(1);
-        }
-        SkipWs();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == '}') {
-          ++pos_;
-          break;
-        }
-        Fail("expected ',' or '}'");
+    ForEachMember([&](std::string key) {
+      if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
+        Value v = ParseValue(1);
+        m.emplace_back(std::move(key), std::move(v));
+      } else {
+        SkipValue(1);
       }
-    }
-    SkipWs();
-    if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
+    });
     return Value(std::move(m));
   }
 
  private:
+  // Walks the members of a document that must be one object: `on_member`
+  // gets each key with pos_ at its value, and must consume the value.
+  template <class F>
+  void ForEachMember(F&& on_member) {
+    SkipWs();
+    if (pos_ >= s_.size() || s_[pos_] != '{') Fail("expected an object");
+    ++pos_;
+    SkipWs();
+    if (pos_ < s_.size() && s_[pos_] == '}') {
+      ++pos_;
+    } else {
+      while (true) {
+        SkipWs();
+        if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
+        std::string key = ParseString();
+        SkipWs();
+        if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
+        ++pos_;
+        SkipWs();
+        on_member(std::move(key));
+        SkipWs();
+        if (pos_ < s_.size() && s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < s_.size() && s_[pos_] == '}') {
+          ++pos_;
+          break;
+        }
+        Fail("expected ',' or '}'");
+      }
+    }
+    SkipWs();
+    if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
+  }
+
   unsigned ParseHex4() {
     if (pos_ + 4 > s_.size()) Fail("truncated \\u escape");
     unsigned v = 0;

@@ -118,6 +118,34 @@ void SqlMetadataMatch(sqlite3_context* ctx, int, sqlite3_value** argv) {
   }
 }
 
+// Gives archived return events their own copy of the payload (with their
+// own _stamp) and tag, before the return they point at changes or goes; the
+// caller adds the WHERE clause.
+constexpr const char* kDetachEvents =
+    "UPDATE event SET"
+    " data = (SELECT CASE WHEN event.stamp IS NULL THEN r.full_ret"
+    "   ELSE json_set(r.full_ret, '$._stamp', event.stamp) END"
+    "   FROM ret AS r WHERE r.id = event.ret_id),"
+    " tag = coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name"
+    "   FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+    "   JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)),"
+    " ret_id = NULL, stamp = NULL";
+
+// Binds a return's `success` (0/1) and `retcode` (an int) at `first` and
+// first + 1, NULL where the return has none of that type.
+void BindOutcome(SQLite::Statement& q, int first, const Value& ret) {
+  if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) {
+    q.bind(first, s->as_bool() ? 1 : 0);
+  } else {
+    q.bind(first);
+  }
+  if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
+    q.bind(first + 1, static_cast<std::int64_t>(rc->as_int()));
+  } else {
+    q.bind(first + 1);
+  }
+}
+
 void RegisterFunctions(SQLite::Database& db) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
   sqlite3_create_function_v2(db.getHandle(), "brine_fnmatch", 2, flags, nullptr, SqlFnmatch,
@@ -276,16 +304,7 @@ class SqliteStore final : public Store {
       ins.bind(1, job.id);
       ins.bind(2, minion_id);
       ins.bind(3, ToUnixMicros(clock_->Now()));
-      if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) {
-        ins.bind(4, s->as_bool() ? 1 : 0);
-      } else {
-        ins.bind(4);
-      }
-      if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
-        ins.bind(5, static_cast<std::int64_t>(rc->as_int()));
-      } else {
-        ins.bind(5);
-      }
+      BindOutcome(ins, 4, ret);
       ins.bind(6, full_ret);
       ins.exec();
       if (db_->getChanges() == 0) {
@@ -912,30 +931,13 @@ class SqliteStore final : public Store {
 
   void ReplaceTrimmedReturn(ReturnId id, const Value& ret) {
     // Archived events that share the trimmed payload keep it as their own.
-    SQLite::Statement keep(*db_,
-                           "UPDATE event SET"
-                           " data = (SELECT CASE WHEN event.stamp IS NULL THEN r.full_ret"
-                           "   ELSE json_set(r.full_ret, '$._stamp', event.stamp) END"
-                           "   FROM ret AS r WHERE r.id = event.ret_id),"
-                           " tag = coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name"
-                           "   FROM ret AS r JOIN job AS j ON j.id = r.job_id"
-                           "   JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)),"
-                           " ret_id = NULL, stamp = NULL"
-                           " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
+    SQLite::Statement keep(*db_, std::string(kDetachEvents) +
+                                     " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
     keep.bind(1, id);
     keep.exec();
     auto& q = Stmt("UPDATE ret SET full_ret = ?, success = ?, retcode = ? WHERE id = ?");
     q.bind(1, ToJson(ret));
-    if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) {
-      q.bind(2, s->as_bool() ? 1 : 0);
-    } else {
-      q.bind(2);
-    }
-    if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
-      q.bind(3, static_cast<std::int64_t>(rc->as_int()));
-    } else {
-      q.bind(3);
-    }
+    BindOutcome(q, 2, ret);
     q.bind(4, id);
     q.exec();
   }
@@ -1051,16 +1053,7 @@ class SqliteStore final : public Store {
     for (std::int64_t id : ids) {
       if (budget <= 0) break;
       // Archived events that share a return's payload get their own copy first.
-      SQLite::Statement keep(*db_,
-                             "UPDATE event SET"
-                             " data = (SELECT CASE WHEN event.stamp IS NULL THEN r.full_ret"
-                             "   ELSE json_set(r.full_ret, '$._stamp', event.stamp) END"
-                             "   FROM ret AS r WHERE r.id = event.ret_id),"
-                             " tag = coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name"
-                             "   FROM ret AS r JOIN job AS j ON j.id = r.job_id"
-                             "   JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)),"
-                             " ret_id = NULL, stamp = NULL"
-                             " WHERE job_id = ?1 AND ret_id IS NOT NULL");
+      SQLite::Statement keep(*db_, std::string(kDetachEvents) + " WHERE job_id = ?1 AND ret_id IS NOT NULL");
       keep.bind(1, id);
       keep.exec();
       SQLite::Statement unlink(*db_, "UPDATE event SET job_id = NULL WHERE job_id = ?");

@@ -1,0 +1,86 @@
+// What the benchmark programs share: running a brine-run process as a user
+// does (wall time, peak RSS, output size), medians, and reading a master's
+// peak RSS and committed counters.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace brine::bench {
+
+struct Sample {
+  double seconds;
+  long rss_kib;           // the child's peak RSS (ru_maxrss)
+  std::size_t out_bytes;  // what it wrote to stdout
+};
+
+// Runs argv (argv[0] a path) with stdout to `out_file` and stderr to
+// /dev/null. The caller keeps its own memory small: a child's ru_maxrss
+// counts the pages it shared with the caller before exec.
+inline Sample RunOnce(const std::vector<std::string>& argv, const std::filesystem::path& out_file) {
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int devnull = open("/dev/null", O_WRONLY);
+    const int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(devnull, 2);
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "bench: %s failed (status %d)\n", argv[0].c_str(), status);
+    std::exit(1);
+  }
+  return {secs, ru.ru_maxrss, static_cast<std::size_t>(std::filesystem::file_size(out_file))};
+}
+
+inline double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A running process's peak RSS (VmHWM) in KiB, -1 when unreadable.
+inline long PeakRssKib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// One of brine-master's committed counters (brine_counters), 0 while the
+// store or the counter does not exist yet.
+inline std::int64_t Counter(const std::filesystem::path& db, const char* name) {
+  try {
+    SQLite::Database d(db.string(), SQLite::OPEN_READONLY, 5000);
+    SQLite::Statement q(d, "SELECT value FROM brine_counters WHERE name = ?");
+    q.bind(1, name);
+    return q.executeStep() ? q.getColumn(0).getInt64() : 0;
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace brine::bench
