@@ -382,8 +382,13 @@ TEST_CASE(
   REQUIRE(s.max == kFrames - 1);
   REQUIRE(CountersBalance(db));
   const std::string log = brine::test::ReadFile(m.log_file());
-  REQUIRE(CountOf(log, "store write failed") == 1);  // logged once, not once per retry
-  REQUIRE(CountOf(log, "store writable again") == 1);
+  // Logged once per episode, not once per retry: each failure line is
+  // followed by exactly one recovery line. (A retry can succeed while the
+  // disk is still nearly full, when reopening gave some WAL space back, and
+  // the next batch fail again: a second episode, as under ASan's slower pace.)
+  const auto failed = CountOf(log, "store write failed");
+  REQUIRE(failed >= 1);
+  REQUIRE(CountOf(log, "store writable again") == failed);
   sender.Stop(0ms);
   REQUIRE(m.Stop() == 0);
   REQUIRE(IntegrityOk(db));
