@@ -1025,8 +1025,11 @@ class SqliteStore final : public Store {
       rows.emplace_back(q.getColumn(0).getString(), keys.empty() ? ParseJson(text) : ParseJsonMembers(text, keys));
     }
     q.reset();
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (auto& [minion, parsed] : rows) f(std::move(minion), std::move(parsed));
+    // Positions are sorted, not the rows: moving a parsed return is dearer than an index.
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a].first < rows[b].first; });
+    for (const std::size_t i : order) f(std::move(rows[i].first), std::move(rows[i].second));
   }
 
   std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget) {
