@@ -230,16 +230,8 @@ class Parser {
         out += key_sep;
       }
       Transcode(style, level + 1, depth + 1, out);
-      SkipWs();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == close) {
-        ++pos_;
-        break;
-      }
-      Fail(c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+      if (NextItem(close)) continue;
+      break;
     }
     if (pretty) Newline(style, level, out);
     out += close;
@@ -300,6 +292,21 @@ class Parser {
     const char* const end = s_.data() + s_.size();
     while (p != end && kStringPlain[static_cast<unsigned char>(*p)]) ++p;
     return static_cast<std::size_t>(p - s_.data());
+  }
+
+  // After an item of a list or object: true past a ',' (another item
+  // follows), false past `close` (the container ended); anything else fails.
+  bool NextItem(char close) {
+    SkipWs();
+    if (pos_ < s_.size() && s_[pos_] == ',') {
+      ++pos_;
+      return true;
+    }
+    if (pos_ < s_.size() && s_[pos_] == close) {
+      ++pos_;
+      return false;
+    }
+    Fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
   }
 
   void SkipWs() {
@@ -368,16 +375,8 @@ class Parser {
       SkipWs();
       Value v = ParseValue(depth + 1);
       members_.emplace_back(std::move(key), std::move(v));
-      SkipWs();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == '}') {
-        ++pos_;
-        return Value(TakeMembers(base));
-      }
-      Fail("expected ',' or '}'");
+      if (NextItem('}')) continue;
+      return Value(TakeMembers(base));
     }
   }
 
@@ -400,19 +399,11 @@ class Parser {
       SkipWs();
       Value v = ParseValue(depth + 1);
       items_.push_back(std::move(v));
-      SkipWs();
-      if (pos_ < s_.size() && s_[pos_] == ',') {
-        ++pos_;
-        continue;
-      }
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        ValueList l(std::make_move_iterator(items_.begin() + static_cast<std::ptrdiff_t>(base)),
-                    std::make_move_iterator(items_.end()));
-        items_.resize(base);
-        return Value(std::move(l));
-      }
-      Fail("expected ',' or ']'");
+      if (NextItem(']')) continue;
+      ValueList l(std::make_move_iterator(items_.begin() + static_cast<std::ptrdiff_t>(base)),
+                  std::make_move_iterator(items_.end()));
+      items_.resize(base);
+      return Value(std::move(l));
     }
   }
 
@@ -442,16 +433,8 @@ class Parser {
           SkipWs();
         }
         SkipValue(depth + 1);
-        SkipWs();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == close) {
-          ++pos_;
-          return;
-        }
-        Fail(c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+        if (NextItem(close)) continue;
+        return;
       }
     } else {
       (void)ParseValue(depth);  // scalars allocate nothing
@@ -533,16 +516,8 @@ class Parser {
         ++pos_;
         SkipWs();
         on_member(std::move(key));
-        SkipWs();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == '}') {
-          ++pos_;
-          break;
-        }
-        Fail("expected ',' or '}'");
+        if (NextItem('}')) continue;
+        break;
       }
     }
     SkipWs();
