@@ -210,6 +210,13 @@ class Store {
   // The job takes its metadata from its first return with a dict `metadata`.
   [[nodiscard]] virtual ReturnOutcome Returner(const Value& ret) = 0;
 
+  // Whether `ret` (a return load as Returner takes it) is already stored for
+  // its jid and minion with the same payload apart from `_stamp`: then a
+  // kRepeat outcome naming the stored return (stamp_differs as Returner sets
+  // it), so an archived event can share its payload; nullopt otherwise.
+  // Writes nothing.
+  [[nodiscard]] virtual std::optional<ReturnOutcome> FindSameReturn(const Value& ret) = 0;
+
   // Archives bus events in order (Salt's event_return). Job events (tags
   // `salt/job/<jid>/...`, a bare jid, `new_job`) are linked to their job.
   virtual void EventReturn(std::span<const Event> events) = 0;
