@@ -154,6 +154,8 @@ bench() {
     ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30
   run_bench "bigret_bench: jobs.lookup_jid of a 50 MB string and of a 50 MB dict" ./build/bin/bigret_bench
   run_bench "queue_bench: queue insert and pop rates" ./build/bin/queue_bench
+  run_bench "ack_bench: the Salt plug-in's acknowledged returner() beside local_cache, and its latency" \
+    /usr/bin/python3 bench/ack_bench.py --bin-dir ./build/bin
   log "JSON lines (also in build/bench.log)"
   grep '^{' "$out"
   log "issue 7's figures beside their targets"

@@ -115,6 +115,7 @@ def _process_state():
                 "logged": set(),
                 "jid_time": None,
                 "spool_cache": {},
+                "endpoints": {},
             }
             shared.state = state
     return state
@@ -172,7 +173,23 @@ def _spool_path():
 
 
 def _cache_endpoint():
-    """brine-master's job-cache socket, or None when none may be used."""
+    """brine-master's job-cache socket, or None when none may be used.
+    Worked out once per distinct setting (it resolves paths) per process."""
+    key = (
+        __opts__.get("__role"),
+        __opts__.get("ipc_mode"),
+        __opts__.get("root_dir"),
+        __opts__.get("sock_dir"),
+        _opt("sock_dir"),
+        _opt("tcp_cache_port"),
+    )
+    known = _process_state()["endpoints"]
+    if key not in known:
+        known[key] = _work_out_cache_endpoint()
+    return known[key]
+
+
+def _work_out_cache_endpoint():
     in_master = __opts__.get("__role") == "master"
     if __opts__.get("ipc_mode") == "tcp":
         port = _opt("tcp_cache_port", _DEFAULT_TCP_CACHE_PORT)
@@ -288,7 +305,8 @@ def _request(state, endpoint, frames):
     header = _REQUEST_MAGIC + struct.pack(">Qq", request_id, int(time.time() * 1000000))
     while True:
         try:
-            sock.send_multipart([header] + list(frames), flags=zmq.NOBLOCK, copy=False)
+            # Copying beats zero-copy for anything but big frames (pyzmq's docs).
+            sock.send_multipart([header] + list(frames), flags=zmq.NOBLOCK, copy=len(frames[0]) < 65536)
             break
         except zmq.Again:
             # Not connected (ZMQ_IMMEDIATE): nothing was queued, so the socket
