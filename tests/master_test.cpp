@@ -1221,8 +1221,9 @@ TEST_CASE("master: acknowledged requests are popped ahead of bus frames, and the
   FrameQueue q(100);
   REQUIRE(q.Push(Frame{.bytes = std::string(60, 'b')}));
   REQUIRE(q.HasRoom());
-  REQUIRE(q.Push(Frame{.bytes = std::string(60, 'c')}));  // the lane may go one frame over
+  REQUIRE_FALSE(q.Push(Frame{.bytes = std::string(60, 'c')}));  // taken, one frame over; no more room
   REQUIRE_FALSE(q.HasRoom());
+  REQUIRE(q.depth_frames() == 2);
   AckRequest first;
   first.token = 1;
   first.frames.push_back(Frame{.bytes = std::string(80, 'a')});

@@ -145,7 +145,8 @@ std::optional<int> ParseArgs(int argc, char** argv, Args& args, std::ostream& ou
 // each unchanged, and queues it. Returns how many frames were read.
 std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Clock& clock) {
   std::size_t n = 0;
-  while (queue.HasRoom()) {
+  bool room = queue.HasRoom();
+  while (room) {
     zmq::message_t msg;
     if (!pull.recv(msg, zmq::recv_flags::dontwait)) return n;
     Frame frame;
@@ -167,7 +168,7 @@ std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, co
       pub.send(part, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
     }
     ++n;
-    queue.Push(std::move(frame));
+    room = queue.Push(std::move(frame));
   }
   return n;
 }

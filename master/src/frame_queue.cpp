@@ -14,7 +14,7 @@ bool FrameQueue::Push(Frame frame) {
   bytes_ += frame.bytes.size();
   frames_.push_back(std::move(frame));
   not_empty_.notify_one();
-  return true;
+  return bytes_ < capacity_bytes_;
 }
 
 bool FrameQueue::HasRoom() {

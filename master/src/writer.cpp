@@ -31,13 +31,14 @@ void Writer::Open() {
   store_ = store::OpenStore(options_.database, options_.open);
   if (auto oldest = store_->OldestEvent()) oldest_event_us_ = ToUnixMicros(*oldest);
   PutCounters({});
+  CountersCommitted();  // written in a transaction of its own
   next_maintenance_ = SteadyClock::now();
 }
 
 void Writer::PutCounters(const Counters& pending) {
   Counters t = totals_;
   t += pending;
-  store_->PutCounters({
+  counters_pending_ = {
       {"received", t.received},
       {"stored", t.stored},
       {"filtered", t.filtered},
@@ -53,8 +54,19 @@ void Writer::PutCounters(const Counters& pending) {
       {"queue_depth", static_cast<std::int64_t>(queue_.depth_frames())},
       {"last_commit_us", last_commit_us_},
       {"oldest_event_us", oldest_event_us_},
-  });
+  };
+  // Only what changed since the last commit: a commit of one acknowledged
+  // request would otherwise rewrite every counter row.
+  std::vector<std::pair<std::string, std::int64_t>> changed;
+  for (std::size_t i = 0; i < counters_pending_.size(); ++i) {
+    if (i >= counters_in_store_.size() || counters_in_store_[i].second != counters_pending_[i].second) {
+      changed.push_back(counters_pending_[i]);
+    }
+  }
+  if (!changed.empty()) store_->PutCounters(changed);
 }
+
+void Writer::CountersCommitted() { counters_in_store_ = counters_pending_; }
 
 void Writer::Reopen() {
   batch_handle_.reset();
@@ -112,6 +124,7 @@ void Writer::Commit() {
     try {
       PutCounters(batch_counts_);
       batch_handle_->Commit();
+      CountersCommitted();
     } catch (...) {
       last_commit_us_ = saved;
       --batches_;
@@ -171,6 +184,7 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
       ++batches_;
       PutCounters(counts);
       batch_handle_->Commit();
+      CountersCommitted();
       batch_handle_.reset();
       totals_ += counts;
       batch_counts_ = {};

@@ -176,7 +176,14 @@ class KillNineTest(unittest.TestCase):
             names = ["r{}w{}".format(r, i) for i in range(workers)]
             procs = [start_worker(self.opts, mode, n, os.path.join(self.logs, n)) for n in names]
             try:
-                time.sleep(1.0)
+                # Every worker is calling the plug-in (Python's start-up is slow
+                # on a loaded machine), then they go on for a while.
+                deadline = time.monotonic() + 60
+                while not all(os.path.exists(os.path.join(self.logs, n)) and os.path.getsize(os.path.join(self.logs, n))
+                              for n in names):
+                    self.assertLess(time.monotonic(), deadline, "the workers did not start")
+                    time.sleep(0.05)
+                time.sleep(0.5)
                 self.master.kill9()
                 time.sleep(0.3)  # the workers spool meanwhile
                 self.master.start()

@@ -57,8 +57,9 @@ class FrameQueue {
   // Each lane holds up to `capacity_bytes`.
   explicit FrameQueue(std::size_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
 
-  // Adds `frame` to the bus lane, full or not (see HasRoom). Returns false
-  // (frame not added) only after Close().
+  // Adds `frame` to the bus lane, full or not (see HasRoom), unless the
+  // queue is closed. Returns HasRoom() as it is afterwards: whether the reader
+  // may read another frame.
   bool Push(Frame frame);
 
   // True when the bus lane is below its capacity: the reader may read one

@@ -87,7 +87,10 @@ class Writer {
   void RefuseAcked(const std::string& why);
   void Commit();
   void ReplayUntilCommitted(const std::string& why);
+  // Writes the counters that differ from the committed ones into the open
+  // batch (or a transaction of its own); CountersCommitted() after the commit.
   void PutCounters(const Counters& pending);
+  void CountersCommitted();
   void MaintenanceStep();
   void IngestSpool();
   void Reopen();
@@ -104,6 +107,9 @@ class Writer {
   Counters batch_counts_;
   Counters totals_;
   std::int64_t batches_ = 0;
+  // The counters as the store holds them, and as the open batch writes them.
+  std::vector<std::pair<std::string, std::int64_t>> counters_in_store_;
+  std::vector<std::pair<std::string, std::int64_t>> counters_pending_;
   std::vector<std::uint64_t> acked_in_batch_;  // tokens of the requests in the open batch
   std::int64_t acked_ = 0;                     // requests answered "stored"
   std::int64_t acked_refused_ = 0;             // requests answered "not taken"
