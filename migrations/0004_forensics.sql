@@ -35,14 +35,17 @@ ALTER TABLE job ADD COLUMN tgt_type TEXT GENERATED ALWAYS AS (json_extract(load,
 ALTER TABLE ret ADD COLUMN recv_time TEXT GENERATED ALWAYS AS (
   strftime('%Y-%m-%d %H:%M:%f', recv_us / 1000000.0, 'unixepoch')) VIRTUAL;
 
--- Time windows over jobs (start_time) and returns (recv_time).
+-- Time windows over jobs (start_time), of one function, and over returns (recv_time).
 CREATE INDEX job_start ON job (start_time);
+CREATE INDEX job_fun_start ON job (fun, start_time) WHERE fun IS NOT NULL;
 CREATE INDEX ret_recv ON ret (recv_time);
 -- The jobs a user ran, newest by jid.
 CREATE INDEX job_user ON job (user, jid) WHERE user IS NOT NULL;
 -- Failed returns only (a few per cent of all): `retcode <> 0`, `success = 0`
--- or `retcode <> 0 OR success = 0` written this way reach it.
-CREATE INDEX ret_failed ON ret (recv_time) WHERE retcode <> 0 OR success = 0;
+-- or `retcode <> 0 OR success = 0` written this way reach it. It covers what
+-- a list of failures needs from ret, so even a walk of all of them reads no
+-- return payload.
+CREATE INDEX ret_failed ON ret (recv_time, job_id, minion_id, retcode, success) WHERE retcode <> 0 OR success = 0;
 -- Every stored tag, job events' too ('salt/job/<jid>/new', bare jids), not
 -- only non-job events' as before.
 DROP INDEX event_tag;

@@ -132,6 +132,7 @@ TEST_CASE("query plans: every forensic question searches indexes, never scans re
   const std::vector<std::pair<std::string, std::string>> params = {
       {":since_us", std::to_string(brine::ToUnixMicros(kStart + std::chrono::minutes(50)))},
       {":since", "2026-11-18 11:56:40"},
+      {":recv_since", "2026-11-18 11:56:40"},
       {":jid_since", brine::FormatJid(kStart + std::chrono::minutes(50))},
       {":jid", brine::FormatJid(kStart + std::chrono::minutes(31))},
       {":state_jid", state_jid},
@@ -155,7 +156,7 @@ TEST_CASE("query plans: every forensic question searches indexes, never scans re
     std::string line;
     while (std::getline(lines, line)) {
       if (!std::regex_search(line, scan)) continue;
-      if (line.find("USING INDEX ret_failed") != std::string::npos) continue;
+      if (line.find("INDEX ret_failed") != std::string::npos) continue;  // failures only, a few per cent
       const bool known = std::find(q.known_scans.begin(), q.known_scans.end(), line) != q.known_scans.end();
       CHECK(known);
     }
