@@ -6,7 +6,8 @@
 -- Grammar: a line `-- q: <name>` starts a question; the SQL runs to the next
 -- blank line. A line `-- scans: <text>` names a plan line a question is known
 -- to keep (docs/schema.md says why); every other plan line must not scan ret
--- or event. Parameters: :since (time text), :since_us (microseconds),
+-- or event. Parameters: :since (a job start time), :recv_since (a return
+-- arrival time), :since_us (an event arrival in microseconds),
 -- :jid_since (a jid prefix), :jid (a job with many returns), :state_jid (a
 -- state.apply job with failed states), :minion, :user.
 
@@ -19,7 +20,7 @@ SELECT jid, id, retcode FROM salt_returns
 WHERE jid >= :jid_since AND fun = 'state.apply' AND (retcode <> 0 OR success = 0);
 
 -- q: returns, time window (plain salt_returns)
-SELECT jid, id, fun FROM salt_returns WHERE alter_time >= :since;
+SELECT jid, id, fun FROM salt_returns WHERE alter_time >= :recv_since;
 
 -- q: returns of one minion (plain salt_returns)
 SELECT jid, fun, retcode FROM salt_returns WHERE id = :minion ORDER BY jid DESC LIMIT 20;
@@ -46,7 +47,7 @@ SELECT jid, fun, user, tgt FROM jids WHERE start_time >= :since;
 SELECT jid, tgt FROM jids WHERE fun = 'state.apply' AND start_time >= :since;
 
 -- q: failed returns in a window (failed_returns)
-SELECT jid, minion, fun, retcode FROM failed_returns WHERE recv_time >= :since;
+SELECT jid, minion, fun, retcode FROM failed_returns WHERE recv_time >= :recv_since;
 
 -- q: failed state IDs of a state.apply job (failed_states)
 SELECT state_id, count(*) AS minions FROM failed_states WHERE jid = :state_jid
