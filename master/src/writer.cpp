@@ -275,10 +275,15 @@ void Writer::MaintenanceStep() {
         if (space.page_count > 0 && space.freelist_count * 10 > space.page_count) {
           store_->IncrementalVacuum(std::min(space.freelist_count, kVacuumPagesPerStep));
         } else {
-          phase_ = Phase::kCheckpoint;
+          phase_ = Phase::kStatistics;
         }
         return;
       }
+      case Phase::kStatistics:
+        // Keeps the views' index plans as the store grows (issue 15); sampled, so milliseconds.
+        store_->RefreshStatistics();
+        phase_ = Phase::kCheckpoint;
+        return;
       case Phase::kCheckpoint:
         store_->Checkpoint();
         if (auto oldest = store_->OldestEvent()) {

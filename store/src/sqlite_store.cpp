@@ -446,6 +446,11 @@ class SqliteStore final : public Store {
     });
   }
 
+  void RefreshStatistics() override {
+    if (in_batch_) throw StoreError("statistics cannot be refreshed inside a batch");
+    Write("refresh_statistics", [&] { store::RefreshStatistics(*db_); });
+  }
+
   // --- reads --------------------------------------------------------------------
 
   std::optional<Micros> OldestEvent() override {

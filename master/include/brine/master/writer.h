@@ -118,7 +118,7 @@ class Writer {
   std::int64_t oldest_event_us_ = 0;
   std::chrono::steady_clock::time_point batch_started_;
 
-  enum class Phase { kIdle, kSpool, kClean, kVacuum, kCheckpoint };
+  enum class Phase { kIdle, kSpool, kClean, kVacuum, kStatistics, kCheckpoint };
   Phase phase_ = Phase::kSpool;  // first pass at start
   std::chrono::steady_clock::time_point next_maintenance_;
 };

@@ -249,6 +249,12 @@ class Store {
   // Tries a wal_checkpoint(TRUNCATE). Readers may keep it from completing;
   // that is not an error. Not inside a batch.
   virtual void Checkpoint() = 0;
+  // Refreshes the query planner's statistics (SQLite: ANALYZE bounded by
+  // analysis_limit, a few milliseconds on any size of store), so the views'
+  // natural predicates keep their index plans as the store grows. Runs in a
+  // transaction of its own; not inside a batch. Throws StoreError. A backend
+  // that keeps its statistics itself need not override it.
+  virtual void RefreshStatistics() {}
 
   // --- reads --------------------------------------------------------------------
   // Arrival time of the oldest archived event; nullopt when the archive is empty.
