@@ -1104,4 +1104,6 @@ std::unique_ptr<Store> OpenStore(const std::filesystem::path& path, const OpenOp
 
 int LatestSchemaVersion() { return static_cast<int>(EmbeddedMigrations().size()); }
 
+std::string SqliteVersion() { return sqlite3_libversion(); }
+
 }  // namespace brine::store

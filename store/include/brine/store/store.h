@@ -294,4 +294,8 @@ class Store {
 // The highest schema version this binary knows.
 [[nodiscard]] int LatestSchemaVersion();
 
+// The SQLite library's version as it reports itself ("3.40.1"), for
+// --versions-report.
+[[nodiscard]] std::string SqliteVersion();
+
 }  // namespace brine::store
