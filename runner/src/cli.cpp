@@ -369,6 +369,7 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     ctx.Debug("config " + o.config_dir.string() + ": read " + (files.empty() ? std::string("no file") : files) +
               "; store " + cfg.brine.database.string());
   }
+  ctx.SetOutputterOption(o.out.value_or(""));
   const auto started = std::chrono::steady_clock::now();
   const Options stream_options = o.async ? Options{} : o;  // StreamTarget keeps a reference
   StreamTarget streamed(stream_options, color, result_out, err);
@@ -423,7 +424,8 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     err << "brine-run: cannot write to " << (o.out_file ? o.out_file->string() : "stdout") << "\n";
     return kExitRuntime;
   }
-  return Emit(o, result, color, out, err);
+  const int code = Emit(o, result, color, out, err);
+  return code != kExitOk ? code : ctx.exit_code();
 }
 
 }  // namespace brine::runner

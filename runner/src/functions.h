@@ -57,12 +57,23 @@ class Context {
   // (a lookup of a jid the store does not hold).
   void Notice(const std::string& text) { err_ << "brine-run: " << text << "\n"; }
 
+  // A function whose answer is a verdict (brine.health) sets the exit code
+  // its result is printed with; 0 unless set.
+  void SetExitCode(int code) { exit_code_ = code; }
+  [[nodiscard]] int exit_code() const { return exit_code_; }
+  // The --out the command line was given ("" for none), for a function that
+  // shows raw values to json and readable ones to people.
+  void SetOutputterOption(std::string name) { outputter_option_ = std::move(name); }
+  [[nodiscard]] const std::string& outputter_option() const { return outputter_option_; }
+
  private:
   const config::MasterConfig& config_;
   const Clock& clock_;
   std::ostream& out_;
   std::ostream& err_;
   bool debug_ = false;
+  int exit_code_ = 0;
+  std::string outputter_option_;
   bool result_suppressed_ = false;
   MapStreamOpener open_map_stream_;
   std::unique_ptr<store::Store> store_;

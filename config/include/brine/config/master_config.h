@@ -79,6 +79,10 @@
 //   brine.max_queue_mb        32 (at most 2^43 - 1, so bytes fit 64 bits)
 //   brine.keep_events_seconds the effective keep_jobs_seconds (0 = keep forever)
 //   brine.active_window_s     300            brine.send_timeout_ms     2000
+//   brine.metrics_file        <cachedir>/brine-master.prom: brine-master's metrics in
+//                             Prometheus's text format, rewritten (atomically) every second;
+//                             brine.health and brine.stats read it too
+//   brine.lag_warning_s       10: brine-master warns when frames wait longer than this
 // Other brine.* keys are ignored with a warning in `warnings`.
 //
 // Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
@@ -142,6 +146,8 @@ struct MasterConfig {
     std::int64_t keep_events_seconds = 86400;
     std::int64_t active_window_s = 300;
     std::int64_t send_timeout_ms = 2000;
+    std::filesystem::path metrics_file = "/var/cache/salt/master/brine-master.prom";
+    std::int64_t lag_warning_s = 10;
   } brine;
 
   // The merged file contents (master file and includes, in Salt's order and
