@@ -19,7 +19,9 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 # Build tools, the libraries of CMakeLists.txt, and what the tests and the
 # demo run: sqlite3 (forensic queries), python3 with yaml/zmq/msgpack (the
 # outputter oracle and the Salt plug-in tests); clang and its runtime
-# (libclang-rt-dev holds libFuzzer) for the fuzz targets.
+# (libclang-rt-dev holds libFuzzer) for the fuzz targets; systemd for
+# `systemd-analyze verify` of the unit and logrotate to run the snippet, in
+# tests/operations_test.cpp.
 packages=(
   g++ cmake ninja-build pkg-config
   libsqlite3-dev sqlite3 libsqlitecpp-dev
@@ -29,6 +31,7 @@ packages=(
   libyaml-cpp-dev
   python3 python3-yaml python3-zmq python3-msgpack
   clang libclang-rt-dev
+  systemd logrotate
 )
 
 log() { printf '==> %s\n' "$*"; }

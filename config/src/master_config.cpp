@@ -30,12 +30,13 @@ constexpr int kMaxIncludeDepth = 32;
 constexpr std::string_view kDefaultInclude = "master.d/*.conf";
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-constexpr std::array<std::string_view, 16> kBrineKeys = {
+constexpr std::array<std::string_view, 18> kBrineKeys = {
     "database",         "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
     "max_frame_bytes",  "max_queue_mb",      "keep_events_seconds",
     "active_window_s",  "send_timeout_ms",   "tcp_cache_port",
+    "metrics_file",     "lag_warning_s",
     // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
     "queue_timeout_s"};
 
@@ -588,6 +589,10 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
       Typer::NonNegative(t.Brine("keep_events_seconds")).value_or(c.keep_jobs_seconds);
   b.active_window_s = Typer::Positive(t.Brine("active_window_s")).value_or(b.active_window_s);
   b.send_timeout_ms = Typer::Positive(t.Brine("send_timeout_ms")).value_or(b.send_timeout_ms);
+  std::optional<std::string> metrics_file = Typer::Path(t.Brine("metrics_file"));
+  b.metrics_file = metrics_file ? fs::path(internal::PrependRootDir(root_dir, *metrics_file))
+                                : fs::path(PyJoin(c.cachedir.string(), "brine-master.prom"));
+  b.lag_warning_s = Typer::Positive(t.Brine("lag_warning_s")).value_or(b.lag_warning_s);
 
   t.WarnUnknownBrineKeys(c.warnings);
   return c;

@@ -23,6 +23,8 @@
 #include "brine/master/cache_socket.h"
 #include "brine/master/frame_queue.h"
 #include "brine/master/logger.h"
+#include "brine/master/reporter.h"
+#include "brine/master/service_notify.h"
 #include "brine/master/writer.h"
 
 namespace brine::master {
@@ -264,6 +266,8 @@ int Run(const Args& args, std::ostream& err) {
   wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
   wopts.spool_dir = cfg.cachedir / "brine-spool";
   AckMailbox acks;
+  LiveStatus status;
+  wopts.status = &status;
   Writer writer(wopts, archiver, log, queue, clock, acks);
   try {
     writer.Open();
@@ -309,6 +313,16 @@ int Run(const Args& args, std::ostream& err) {
     writer.Run();
     writer_done = true;
   });
+  // The store is open and the bus bound: Salt may start (Before=salt-master).
+  (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
+  std::optional<Reporter> reporter;
+  reporter.emplace(ReporterOptions{.metrics_file = cfg.brine.metrics_file,
+                                   .database = cfg.brine.database,
+                                   .spool_dir = wopts.spool_dir,
+                                   .master_id = cfg.id,
+                                   .queue_capacity_bytes = cfg.brine.max_queue_mb << 20,
+                                   .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s)},
+                   status, queue, log, clock);
   log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: pull " + endpoints.pull + ", pub " +
                                endpoints.pub + ", acknowledged job-cache writes " + endpoints.cache + ", store " +
                                cfg.brine.database.string());
@@ -328,6 +342,7 @@ int Run(const Args& args, std::ostream& err) {
 
   // Stop: keep reading until the bus has been quiet for 200 ms (at most 10 s),
   // so a sender's last frames are not left behind, then commit everything.
+  (void)NotifyServiceManager("STOPPING=1");
   log.Log(LogLevel::kInfo, std::string("signal ") + std::to_string(g_stop_signal.load()) + ": draining the bus");
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto quiet_since = std::chrono::steady_clock::now();
@@ -357,6 +372,7 @@ int Run(const Args& args, std::ostream& err) {
   while (!writer_done) reader.Turn(std::chrono::milliseconds(20), Reader::Bus::kLeave);
   writer_thread.join();
   cache->SendReplies();
+  reporter.reset();
   pull.close();
   pub.close();
   cache.reset();

@@ -16,6 +16,29 @@ constexpr std::int64_t kVacuumPagesPerStep = 2000;
 // many (a few ms of filing), and a pop costs one lock.
 constexpr std::size_t kBusChunk = 256;
 
+// What the reporter thread sees (live_status.h).
+void PublishStatus(LiveStatus* status, const Counters& totals, std::int64_t batches, std::int64_t last_commit_us,
+                   std::size_t batch_frames) {
+  if (status == nullptr) return;
+  status->received = totals.received;
+  status->stored = totals.stored;
+  status->filtered = totals.filtered;
+  status->quarantined = totals.quarantined;
+  status->duplicates = totals.duplicates;
+  status->returns = totals.returns;
+  status->cache_writes = totals.cache_writes;
+  status->batches = batches;
+  status->last_commit_us = last_commit_us;
+  status->batch_frames = static_cast<std::int64_t>(batch_frames);
+  status->heartbeat_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch()).count();
+}
+
+// A counter of a previous run as stored, 0 when absent.
+std::int64_t StoredCounter(const Value& mine, const std::string& name) {
+  const Value* v = mine.Find(name);
+  return v != nullptr && v->kind() == Value::Kind::kInt ? v->as_int() : 0;
+}
+
 bool IsStorageFailure(const std::exception& e) {
   return dynamic_cast<const store::WriteFailedError*>(&e) != nullptr ||
          dynamic_cast<const store::BusyError*>(&e) != nullptr;
@@ -29,7 +52,25 @@ Writer::Writer(WriterOptions options, Archiver& archiver, Logger& log, FrameQueu
 
 void Writer::Open() {
   store_ = store::OpenStore(options_.database, options_.open);
+  started_us_ = ToUnixMicros(clock_.Now());
   if (auto oldest = store_->OldestEvent()) oldest_event_us_ = ToUnixMicros(*oldest);
+  // Totals since the store was created: the last run's *_total, or (a store
+  // from before they existed) its counts since its start.
+  const Value all = store_->GetCounters();
+  if (const Value* mine = all.Find(options_.open.master_id)) {
+    auto base = [&](const std::string& name) {
+      return mine->Find(name + "_total") != nullptr ? StoredCounter(*mine, name + "_total") : StoredCounter(*mine, name);
+    };
+    base_totals_ = {.received = base("received"),
+                    .stored = base("stored"),
+                    .filtered = base("filtered"),
+                    .quarantined = base("quarantined"),
+                    .duplicates = base("duplicates"),
+                    .trimmed = base("trimmed"),
+                    .returns = base("returns"),
+                    .cache_writes = base("cache_writes")};
+    base_batches_ = base("batches");
+  }
   PutCounters({});
   CountersCommitted();  // written in a transaction of its own
   next_maintenance_ = SteadyClock::now();
@@ -54,6 +95,16 @@ void Writer::PutCounters(const Counters& pending) {
       {"queue_depth", static_cast<std::int64_t>(queue_.depth_frames())},
       {"last_commit_us", last_commit_us_},
       {"oldest_event_us", oldest_event_us_},
+      {"started_us", started_us_},
+      {"received_total", base_totals_.received + t.received},
+      {"stored_total", base_totals_.stored + t.stored},
+      {"filtered_total", base_totals_.filtered + t.filtered},
+      {"quarantined_total", base_totals_.quarantined + t.quarantined},
+      {"duplicates_total", base_totals_.duplicates + t.duplicates},
+      {"trimmed_total", base_totals_.trimmed + t.trimmed},
+      {"returns_total", base_totals_.returns + t.returns},
+      {"cache_writes_total", base_totals_.cache_writes + t.cache_writes},
+      {"batches_total", base_batches_ + batches_},
   };
   // Only what changed since the last commit: a commit of one acknowledged
   // request would otherwise rewrite every counter row.
@@ -159,6 +210,7 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
   std::vector<std::pair<Frame, std::string>> poisoned;
   int attempts = 0;
   while (true) {
+    PublishStatus(options_.status, totals_, batches_, last_commit_us_, batch_.size());
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, options_.backoff_max);
     ++attempts;
@@ -311,6 +363,7 @@ void Writer::Run() {
   std::vector<Frame> incoming;
   std::vector<AckRequest> acked;
   while (true) {
+    PublishStatus(options_.status, totals_, batches_, last_commit_us_, batch_.size());
     const auto now = SteadyClock::now();
     if (phase_ == Phase::kIdle && now >= next_maintenance_) phase_ = Phase::kSpool;
     SteadyClock::time_point deadline;
@@ -325,6 +378,8 @@ void Writer::Run() {
     acked.clear();
     const std::size_t room = std::min(options_.batch_max_events - batch_.size(), kBusChunk);
     queue_.PopUpTo(room, deadline, incoming, acked);
+    // Popped frames are pending too until they commit (the reporter's lag).
+    if (options_.status != nullptr) options_.status->batch_frames = static_cast<std::int64_t>(batch_.size() + incoming.size());
     if (!acked.empty()) {
       // Group commit: every request that arrives while these are filed joins
       // the same commit.

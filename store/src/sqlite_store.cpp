@@ -2,6 +2,7 @@
 // and docs/schema.md.
 #include <sqlite3.h>
 
+#include <SQLiteCpp/Backup.h>
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
@@ -452,6 +453,34 @@ class SqliteStore final : public Store {
   }
 
   // --- reads --------------------------------------------------------------------
+
+  void BackupTo(const std::filesystem::path& to) override {
+    if (in_batch_) throw StoreError("a backup cannot run inside a batch");
+    std::error_code ec;
+    if (std::filesystem::exists(to, ec)) throw StoreError("backup: " + to.string() + " exists; give a new path");
+    // SQLite's online backup API in one step: the source's read transaction
+    // spans the whole copy, so it is the store as of one commit while the
+    // writer goes on in WAL mode. (VACUUM INTO would compact too, but needs a
+    // writable connection, and brine-run's is read-only.)
+    (void)Read("backup", [&] {
+      SQLite::Database dest(to.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+      SQLite::Backup backup(dest, *db_);
+      const int rc = backup.executeStep(-1);
+      if (rc != SQLITE_DONE) throw SQLite::Exception("backup did not complete", rc);
+      // One self-contained file: no -wal beside it to copy or lose.
+      dest.exec("PRAGMA journal_mode = DELETE");
+      return 0;
+    });
+  }
+
+  std::string IntegrityCheck() override {
+    return Read("integrity_check", [&] {
+      SQLite::Statement q(*db_, "PRAGMA integrity_check(10)");
+      std::string out;
+      while (q.executeStep()) out += (out.empty() ? "" : "; ") + q.getColumn(0).getString();
+      return out;
+    });
+  }
 
   std::optional<Micros> OldestEvent() override {
     return Read("oldest_event", [&]() -> std::optional<Micros> {
@@ -1136,5 +1165,7 @@ std::unique_ptr<Store> OpenStore(const std::filesystem::path& path, const OpenOp
 }
 
 int LatestSchemaVersion() { return static_cast<int>(EmbeddedMigrations().size()); }
+
+std::string SqliteVersion() { return sqlite3_libversion(); }
 
 }  // namespace brine::store

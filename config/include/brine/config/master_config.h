@@ -86,6 +86,10 @@
 //   brine.active_window_s     300            brine.send_timeout_ms     2000
 //   brine.queue_timeout_s     known but not read here: the Salt queue backend's
 //                             limit on one brine-run call (default 60)
+//   brine.metrics_file        <cachedir>/brine-master.prom: brine-master's metrics in
+//                             Prometheus's text format, rewritten (atomically) every second;
+//                             brine.health and brine.stats read it too
+//   brine.lag_warning_s       10: brine-master warns when frames wait longer than this
 // Other brine.* keys are ignored with a warning in `warnings`.
 //
 // Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
@@ -153,6 +157,8 @@ struct MasterConfig {
     std::int64_t keep_events_seconds = 86400;
     std::int64_t active_window_s = 300;
     std::int64_t send_timeout_ms = 2000;
+    std::filesystem::path metrics_file = "/var/cache/salt/master/brine-master.prom";
+    std::int64_t lag_warning_s = 10;
   } brine;
 
   // The merged file contents (master file and includes, in Salt's order and

@@ -43,6 +43,7 @@
 #include "brine/master/ack.h"
 #include "brine/master/archiver.h"
 #include "brine/master/frame_queue.h"
+#include "brine/master/live_status.h"
 #include "brine/master/logger.h"
 #include "brine/store/store.h"
 
@@ -60,6 +61,9 @@ struct WriterOptions {
   std::chrono::milliseconds backoff_max{30000};
   // Where the Salt plug-in spools frames (<cachedir>/brine-spool); empty: none.
   std::filesystem::path spool_dir;
+  // Where the writer shows its progress to the reporter (reporter.h); must
+  // outlive the Writer. nullptr: nowhere.
+  LiveStatus* status = nullptr;
 };
 
 class Writer {
@@ -114,6 +118,11 @@ class Writer {
   std::int64_t acked_ = 0;                     // requests answered "stored"
   std::int64_t acked_refused_ = 0;             // requests answered "not taken"
   std::atomic<bool> failing_{false};
+  // The store's totals since it was created, as of this start (the *_total
+  // counters brine.stats shows beside the counts since start).
+  Counters base_totals_;
+  std::int64_t base_batches_ = 0;
+  std::int64_t started_us_ = 0;
   std::int64_t last_commit_us_ = 0;
   std::int64_t oldest_event_us_ = 0;
   std::chrono::steady_clock::time_point batch_started_;

@@ -257,6 +257,14 @@ class Store {
   virtual void RefreshStatistics() {}
 
   // --- reads --------------------------------------------------------------------
+  // Writes a consistent copy of the whole store to `to` (SQLite's backup API
+  // in one step under one read transaction, so a writer on another connection
+  // goes on and the copy is the store as of one commit; a single file, no WAL
+  // beside it). Works on a read-only Store. Throws StoreError when `to`
+  // exists or cannot be written.
+  virtual void BackupTo(const std::filesystem::path& to) = 0;
+  // PRAGMA integrity_check's verdict: "ok", or its first messages joined by "; ".
+  [[nodiscard]] virtual std::string IntegrityCheck() = 0;
   // Arrival time of the oldest archived event; nullopt when the archive is empty.
   [[nodiscard]] virtual std::optional<Micros> OldestEvent() = 0;
   // {master_id: {name: value}} for every master that wrote counters, by name.
@@ -306,5 +314,9 @@ class Store {
 
 // The highest schema version this binary knows.
 [[nodiscard]] int LatestSchemaVersion();
+
+// The SQLite library's version as it reports itself ("3.40.1"), for
+// --versions-report.
+[[nodiscard]] std::string SqliteVersion();
 
 }  // namespace brine::store
