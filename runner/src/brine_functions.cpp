@@ -15,8 +15,9 @@
 namespace brine::runner {
 namespace {
 
-constexpr const char* kCounterNames[] = {"received", "stored",  "filtered",     "quarantined", "cache_writes",
-                                         "duplicates", "trimmed", "returns", "batches"};
+constexpr const char* kCounterNames[] = {"received", "stored",  "filtered", "quarantined", "cache_writes",
+                                         "duplicates", "trimmed", "returns",  "batches",     "acked",
+                                         "acked_refused"};
 
 // Salt's time format ("2024, Jan 01 12:00:00.123456"), as jobs show StartTime.
 std::string SaltTime(std::int64_t us) {
@@ -61,6 +62,9 @@ Value Stats(Context& ctx) {
     // The bus and the metrics belong to this config's master.
     const bool mine = master == ctx.config().id;
     m.Set("running", mine && bus.listening && metrics.has_value());
+    // docs/salt.md, "Which mode a master is in".
+    m.Set("job_cache_source", get("plugin_is_job_cache") != 0 ? "the Salt plug-in (master_job_cache: brine)"
+                                                                : "the bus");
     Value since = Value::EmptyMap();
     Value totals = Value::EmptyMap();
     for (const char* name : kCounterNames) {
@@ -220,11 +224,13 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out) {
       "brine.stats",
       {},
       "brine-master's counters for each master id: whether it is running (something listens on its bus\n"
-      "and its brine.metrics_file is fresh), when it started, its last commit and the oldest archived\n"
+      "and its brine.metrics_file is fresh), where its job cache comes from (the Salt plug-in with\n"
+      "master_job_cache: brine, else the bus), when it started, its last commit and the oldest archived\n"
       "event (Salt's time format; --out json adds the raw UTC microseconds as *_us), the counts since\n"
       "it started and since the store was created (received, stored, filtered, quarantined,\n"
       "cache_writes, duplicates, trimmed, returns, batches; received = stored + filtered + quarantined\n"
-      "+ cache_writes), and while it runs the rates over the last minute, the frames pending and the\n"
+      "+ cache_writes; acked and acked_refused: the plug-in's requests answered stored or not taken),\n"
+      "and while it runs the rates over the last minute, the frames pending and the\n"
       "commit lag. Then the store: its path, its bytes on disk (with the WAL) and the spool backlog.\n"
       "\n"
       "CLI Example:\n"

@@ -342,6 +342,9 @@ class OneAuthorityTest(MasterTestCase):
         self.assertEqual(self.brine_run("jobs.exit_success", jid), {"web1": False})
         counters = self.master.counters()
         self.assertEqual((counters["returns"], counters["duplicates"], counters["plugin_is_job_cache"]), (1, 0, 1))
+        stats = self.brine_run("brine.stats")["test_master"]
+        self.assertEqual(stats["job_cache_source"], "the Salt plug-in (master_job_cache: brine)")
+        self.assertEqual(stats["since_start"]["acked"], 4)
         # Both events are archived, the forged one with its own payload, the
         # real one sharing the stored return's.
         events = self.master.query("SELECT ret_id IS NOT NULL, data IS NULL FROM event ORDER BY id")
