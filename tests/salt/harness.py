@@ -4,6 +4,7 @@ queries against the store."""
 
 import importlib.util
 import itertools
+import json
 import os
 import signal
 import sqlite3
@@ -36,6 +37,16 @@ def load_module(path, opts, context=None):
     module.__grains__ = {}
     module.__pillar__ = {}
     return module
+
+
+def brine_run(conf_dir, *args):
+    """`brine-run -c CONF_DIR --out json ARGS...`, decoded; fails on a non-zero exit."""
+    out = subprocess.run(
+        [os.path.join(BIN_DIR, "brine-run"), "-c", conf_dir, "--out", "json"] + list(args),
+        stdout=subprocess.PIPE,
+        check=True,
+    )
+    return json.loads(out.stdout)
 
 
 class BrineMaster:

@@ -19,7 +19,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import BIN_DIR, RETURNER_PATH, SOURCE_DIR, BrineMaster, MasterTestCase, load_module
+from harness import brine_run, BIN_DIR, RETURNER_PATH, SOURCE_DIR, BrineMaster, MasterTestCase, load_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "plugin_worker.py")
@@ -318,12 +318,7 @@ class OneAuthorityTest(MasterTestCase):
     extra_config = "master_job_cache: brine\n"
 
     def brine_run(self, *args):
-        out = subprocess.run(
-            [os.path.join(BIN_DIR, "brine-run"), "-c", self.master.conf_dir, "--out", "json"] + list(args),
-            stdout=subprocess.PIPE,
-            check=True,
-        )
-        return json.loads(out.stdout)
+        return brine_run(self.master.conf_dir, *args)
 
     def test_a_forged_bus_return_before_the_real_one_does_not_win(self):
         mod = load_module(RETURNER_PATH, self.master.opts())

@@ -7,7 +7,7 @@ import subprocess
 import time
 import unittest
 
-from harness import BIN_DIR, QUEUE_PATH, BrineMaster, load_module
+from harness import brine_run, BIN_DIR, QUEUE_PATH, BrineMaster, load_module
 
 
 class QueueBackendTest(unittest.TestCase):
@@ -23,12 +23,7 @@ class QueueBackendTest(unittest.TestCase):
         self.assertEqual(self.mod.__virtual__(), "brine")
 
     def brine_run(self, *args):
-        out = subprocess.run(
-            [os.path.join(BIN_DIR, "brine-run"), "-c", self.master.conf_dir, "--out", "json"] + list(args),
-            stdout=subprocess.PIPE,
-            check=True,
-        )
-        return json.loads(out.stdout)
+        return brine_run(self.master.conf_dir, *args)
 
     def test_the_backend_and_brine_run_see_the_same_queues_and_items(self):
         self.assertIs(self.mod.insert("myqueue", "item1"), True)
