@@ -19,7 +19,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import brine_run, BIN_DIR, RETURNER_PATH, SOURCE_DIR, BrineMaster, MasterTestCase, load_module
+from harness import brine_run, RETURNER_PATH, BrineMaster, MasterTestCase, load_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "plugin_worker.py")

@@ -1,9 +1,7 @@
 """The Salt queue backend (contrib/salt/queues/brine.py): it and brine-run's
 queue.* see the same queues and items (spec salt-queue-and-tests.md 1)."""
 
-import json
 import os
-import subprocess
 import time
 import unittest
 
