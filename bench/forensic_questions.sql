@@ -15,6 +15,10 @@
 SELECT jid, id, fun, retcode FROM salt_returns
 WHERE jid >= :jid_since AND (retcode <> 0 OR success = 0);
 
+-- q: returns, jid window with both ends, failed (plain salt_returns)
+SELECT jid, id, fun, retcode FROM salt_returns
+WHERE jid BETWEEN :jid_since AND '99999999999999999999~' AND (retcode <> 0 OR success = 0);
+
 -- q: returns, jid window, failed, fun (plain salt_returns)
 SELECT jid, id, retcode FROM salt_returns
 WHERE jid >= :jid_since AND fun = 'state.apply' AND (retcode <> 0 OR success = 0);
