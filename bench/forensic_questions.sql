@@ -15,12 +15,16 @@
 SELECT jid, id, fun, retcode FROM salt_returns
 WHERE jid >= :jid_since AND (retcode <> 0 OR success = 0);
 
+-- q: returns, jid window with both ends, failed (plain salt_returns)
+SELECT jid, id, fun, retcode FROM salt_returns
+WHERE jid BETWEEN :jid_since AND '99999999999999999999~' AND (retcode <> 0 OR success = 0);
+
 -- q: returns, jid window, failed, fun (plain salt_returns)
 SELECT jid, id, retcode FROM salt_returns
 WHERE jid >= :jid_since AND fun = 'state.apply' AND (retcode <> 0 OR success = 0);
 
--- q: returns, time window (plain salt_returns)
-SELECT jid, id, fun FROM salt_returns WHERE alter_time >= :recv_since;
+-- q: returns of jobs started in a window (plain salt_returns)
+SELECT jid, id, fun FROM salt_returns WHERE start_time >= :since;
 
 -- q: returns of one minion (plain salt_returns)
 SELECT jid, fun, retcode FROM salt_returns WHERE id = :minion ORDER BY jid DESC LIMIT 20;
