@@ -269,8 +269,10 @@ TEST_CASE("operations: brine.health exits 0 with the master up, 1 when it is sta
 
   // systemd hears READY=1 (the bus is bound, the store open), then watchdog pings.
   const std::string heard = systemd.ReadUntil([](const std::string& s) { return s.find("WATCHDOG=1") != std::string::npos; });
-  CHECK(heard.rfind("READY=1\nSTATUS=archiving ipc://", 0) == 0);
+  CHECK(heard.find("READY=1\nSTATUS=archiving ipc://") != std::string::npos);
   CHECK(heard.find("WATCHDOG=1") != std::string::npos);
+  // The metrics file is there by the time READY=1 is sent.
+  CHECK(fs::exists(MetricsFile(m)));
 
   REQUIRE(WaitUntil([&] { return fs::exists(MetricsFile(m)); }));
   brine::test::PushFrames(m.pull_endpoint(), Events(10));
