@@ -268,7 +268,9 @@ TEST_CASE("operations: brine.health exits 0 with the master up, 1 when it is sta
   const std::string conf = m.conf_dir().string();
 
   // systemd hears READY=1 (the bus is bound, the store open), then watchdog pings.
-  const std::string heard = systemd.ReadUntil([](const std::string& s) { return s.find("WATCHDOG=1") != std::string::npos; });
+  const std::string heard = systemd.ReadUntil([](const std::string& s) {
+    return s.find("READY=1") != std::string::npos && s.find("WATCHDOG=1") != std::string::npos;
+  });
   CHECK(heard.find("READY=1\nSTATUS=archiving ipc://") != std::string::npos);
   CHECK(heard.find("WATCHDOG=1") != std::string::npos);
   // The metrics file is there by the time READY=1 is sent.

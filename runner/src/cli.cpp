@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +15,7 @@
 #include "arguments.h"
 #include "brine/config/master_config.h"
 #include "brine/core/jid.h"
+#include "brine/core/json.h"
 #include "master_bus.h"
 #include "brine/output/outputters.h"
 #include "functions.h"
@@ -44,6 +47,9 @@ constexpr const char* kUsage =
     "  -t, --timeout N          accepted for salt-run's command line (brine answers from the store)\n"
     "  --hard-crash             accepted for salt-run's command line (brine has no traceback to show)\n"
     "  --async                  run, print salt-run's asynchronous-mode warning and the jid, not the result\n"
+    "  --kwargs-stdin           read more keyword arguments from standard input: one JSON object,\n"
+    "                           its values taken as they are (for callers whose items are too big\n"
+    "                           for one command-line word, such as the Salt queue backend)\n"
     "  -d, --doc                list the functions and their arguments (or one function's)\n"
     "  -h, --help               this help\n"
     "  --version                brine's version\n"
@@ -68,6 +74,7 @@ struct Options {
   bool versions_report = false;
   bool async = false;
   bool debug = false;  // -l at debug or below
+  bool kwargs_stdin = false;
   std::vector<std::string> words;  // function and its arguments
 };
 
@@ -157,6 +164,8 @@ Options ParseOptions(int argc, char** argv) {
       o.help = true;
     } else if (name == "--version") {
       o.version = true;
+    } else if (name == "--kwargs-stdin") {
+      o.kwargs_stdin = true;
     } else if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.' && o.words.empty()) {
       // An option before the function; after it, a word starting with '-' is an argument.
       throw OptionError("no such option: " + a);
@@ -167,6 +176,26 @@ Options ParseOptions(int argc, char** argv) {
     }
   }
   return o;
+}
+
+// --kwargs-stdin: the keyword arguments of one JSON object on `in`, after
+// the command line's. Throws UsageError for anything else, and for a keyword
+// the command line gave too.
+void AddStdinKeywords(std::istream& in, ParsedArgs& args) {
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  Value object;
+  try {
+    object = ParseJson(text);
+  } catch (const JsonError& e) {
+    throw UsageError(std::string("--kwargs-stdin: standard input is not JSON: ") + e.what());
+  }
+  if (!object.is_map()) throw UsageError("--kwargs-stdin: standard input must be one JSON object");
+  for (const auto& [key, value] : object.as_map()) {
+    for (const auto& [given, unused] : args.keyword) {
+      if (given == key) throw UsageError("--kwargs-stdin: keyword argument '" + key + "' given twice");
+    }
+    args.keyword.emplace_back(key, value);
+  }
 }
 
 // Salt's outputter pipeline (spec 12.1): --out wins over the data's own
@@ -376,7 +405,8 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
   ctx.SetMapStreamOpener([&](const Value& outputter) { return streamed.Open(outputter); });
   Value result;
   try {
-    const ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
+    ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
+    if (o.kwargs_stdin) AddStdinKeywords(std::cin, args);
     const std::vector<Value> bound = BindArgs(function, spec->params, args);
     if (ctx.debugging()) {
       std::string shown;

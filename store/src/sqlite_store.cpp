@@ -333,6 +333,30 @@ class SqliteStore final : public Store {
     return out;
   }
 
+  std::optional<ReturnOutcome> FindSameReturn(const Value& ret) override {
+    const std::string* jid = ret.FindString("jid");
+    const std::string* minion = ret.FindString("id");
+    if (!ret.is_map() || jid == nullptr || minion == nullptr) return std::nullopt;
+    auto& q = Stmt(
+        "SELECT r.id, r.full_ret FROM ret r JOIN job j ON j.id = r.job_id JOIN minion m ON m.id = r.minion_id"
+        " WHERE j.jid = ? AND m.name = ?");
+    q.bind(1, *jid);
+    q.bind(2, *minion);
+    if (!q.executeStep()) {
+      q.reset();
+      return std::nullopt;
+    }
+    ReturnOutcome out;
+    out.id = q.getColumn(0).getInt64();
+    const Value stored = ParseJson(q.getColumn(1).getString());
+    q.reset();
+    if (!EqualExceptKey(stored, ret, "_stamp")) return std::nullopt;
+    out.kind = ReturnOutcome::Kind::kRepeat;
+    out.jid = *jid;
+    out.stamp_differs = StampsDiffer(stored, ret);
+    return out;
+  }
+
   void EventReturn(std::span<const Event> events) override {
     Write("event_return", [&] {
       for (const Event& e : events) ArchiveOne(e);
@@ -421,6 +445,11 @@ class SqliteStore final : public Store {
       while (q.executeStep()) {
       }
     });
+  }
+
+  void RefreshStatistics() override {
+    if (in_batch_) throw StoreError("statistics cannot be refreshed inside a batch");
+    Write("refresh_statistics", [&] { store::RefreshStatistics(*db_); });
   }
 
   // --- reads --------------------------------------------------------------------
@@ -937,9 +966,7 @@ class SqliteStore final : public Store {
     q.reset();
     if (EqualExceptKey(stored, ret, "_stamp")) {
       out.kind = ReturnOutcome::Kind::kRepeat;
-      const Value* a = stored.Find("_stamp");
-      const Value* b = ret.Find("_stamp");
-      out.stamp_differs = a != nullptr && b != nullptr && !(*a == *b);
+      out.stamp_differs = StampsDiffer(stored, ret);
       return;
     }
     const bool stored_trimmed = HasTrimmedValue(stored);
@@ -952,6 +979,12 @@ class SqliteStore final : public Store {
     } else {
       out.kind = ReturnOutcome::Kind::kConflict;
     }
+  }
+
+  static bool StampsDiffer(const Value& stored, const Value& ret) {
+    const Value* a = stored.Find("_stamp");
+    const Value* b = ret.Find("_stamp");
+    return a != nullptr && b != nullptr && !(*a == *b);
   }
 
   // Salt's trim_dict puts this string where it cut a value out of an oversized event.

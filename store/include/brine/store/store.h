@@ -210,6 +210,13 @@ class Store {
   // The job takes its metadata from its first return with a dict `metadata`.
   [[nodiscard]] virtual ReturnOutcome Returner(const Value& ret) = 0;
 
+  // Whether `ret` (a return load as Returner takes it) is already stored for
+  // its jid and minion with the same payload apart from `_stamp`: then a
+  // kRepeat outcome naming the stored return (stamp_differs as Returner sets
+  // it), so an archived event can share its payload; nullopt otherwise.
+  // Writes nothing.
+  [[nodiscard]] virtual std::optional<ReturnOutcome> FindSameReturn(const Value& ret) = 0;
+
   // Archives bus events in order (Salt's event_return). Job events (tags
   // `salt/job/<jid>/...`, a bare jid, `new_job`) are linked to their job.
   virtual void EventReturn(std::span<const Event> events) = 0;
@@ -242,6 +249,12 @@ class Store {
   // Tries a wal_checkpoint(TRUNCATE). Readers may keep it from completing;
   // that is not an error. Not inside a batch.
   virtual void Checkpoint() = 0;
+  // Refreshes the query planner's statistics (SQLite: ANALYZE bounded by
+  // analysis_limit, a few milliseconds on any size of store), so the views'
+  // natural predicates keep their index plans as the store grows. Runs in a
+  // transaction of its own; not inside a batch. Throws StoreError. A backend
+  // that keeps its statistics itself need not override it.
+  virtual void RefreshStatistics() {}
 
   // --- reads --------------------------------------------------------------------
   // Writes a consistent copy of the whole store to `to` (SQLite's backup API
