@@ -953,6 +953,32 @@ TEST_CASE("master: retention deletes what is old and nothing else", "[master][e2
   // The events of the deleted job keep their payload.
   REQUIRE(Sql(m.database(), "SELECT data FROM salt_events WHERE tag = 'salt/job/" + pushed_old +
                                 "/ret/m2'") == ToJson(old_ret) + "\n");
+  // Each run is one line at info with its counts; the first took half, not more.
+  const std::string log = brine::test::ReadFile(m.log_file());
+  CHECK(log.find("[INFO] retention removed 1 jobs, 1 returns, 1 events, 1 quarantined frames\n") != std::string::npos);
+  CHECK(log.find("[INFO] retention removed 1 jobs, 1 returns, 0 events, 0 quarantined frames\n") != std::string::npos);
+  CHECK(log.find("more than half") == std::string::npos);
+}
+
+TEST_CASE("master: a first retention run that deletes more than half the store is a warning", "[master][e2e]") {
+  MasterProcess m("keep_jobs_seconds: 3600");
+  const auto now = Now();
+  {
+    std::filesystem::create_directories(m.database().parent_path());
+    brine::store::OpenOptions opts;
+    opts.master_id = "test_master";
+    auto store = brine::store::OpenStore(m.database(), opts);
+    for (const auto& t : {now - std::chrono::hours(48), now - std::chrono::hours(47), now}) {
+      const std::string jid = JidAt(t);
+      store->SaveLoad(jid, PublishLoad(jid, "test.ping", {}, StampAt(t)), std::vector<std::string>{"m1"});
+    }
+  }
+  m.Start();
+  REQUIRE(WaitUntil([&] { return Sql(m.database(), "SELECT count(*) FROM job") == "1\n"; }));
+  REQUIRE(m.Stop() == 0);
+  CHECK(brine::test::ReadFile(m.log_file()).find("[WARNING] retention removed 2 jobs, 0 returns, 0 events, 0 "
+                                                 "quarantined frames: more than half of the 3 jobs and 0 events the "
+                                                 "store held at start") != std::string::npos);
 }
 
 TEST_CASE("master: a bad config value stops it at start with exit 2 naming the file and the key",

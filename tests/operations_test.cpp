@@ -268,9 +268,13 @@ TEST_CASE("operations: brine.health exits 0 with the master up, 1 when it is sta
   const std::string conf = m.conf_dir().string();
 
   // systemd hears READY=1 (the bus is bound, the store open), then watchdog pings.
-  const std::string heard = systemd.ReadUntil([](const std::string& s) { return s.find("WATCHDOG=1") != std::string::npos; });
-  CHECK(heard.rfind("READY=1\nSTATUS=archiving ipc://", 0) == 0);
+  const std::string heard = systemd.ReadUntil([](const std::string& s) {
+    return s.find("READY=1") != std::string::npos && s.find("WATCHDOG=1") != std::string::npos;
+  });
+  CHECK(heard.find("READY=1\nSTATUS=archiving ipc://") != std::string::npos);
   CHECK(heard.find("WATCHDOG=1") != std::string::npos);
+  // The metrics file is there by the time READY=1 is sent.
+  CHECK(fs::exists(MetricsFile(m)));
 
   REQUIRE(WaitUntil([&] { return fs::exists(MetricsFile(m)); }));
   brine::test::PushFrames(m.pull_endpoint(), Events(10));
@@ -436,4 +440,79 @@ TEST_CASE("operations: brine.backup copies the store while brine-master writes, 
   const CliResult exists = Run({"-c", conf, "brine.backup", copies[0].string()});
   CHECK(exists.code == 1);
   CHECK(exists.err.find(copies[0].string() + " exists") != std::string::npos);
+}
+
+TEST_CASE("operations: brine.import_local_cache reads a local_cache tree written as Salt writes it, once, while "
+          "brine-master ingests",
+          "[runner][e2e]") {
+  MasterProcess m;
+  const fs::path jobs = m.dir() / "cache" / "jobs";
+  // tests/tools/write_local_cache.py follows spec salt-jobs.md 4.1 byte for byte.
+  const auto gen = brine::test::Run({"/usr/bin/python3", std::string(BRINE_SOURCE_DIR) + "/tests/tools/write_local_cache.py",
+                                     jobs.string()});
+  INFO(gen.out << gen.err);
+  REQUIRE(gen.exit_code == 0);
+  m.Start();
+  const std::string conf = m.conf_dir().string();
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    while (!stop) brine::test::PushFrames(m.pull_endpoint(), Events(50));
+  });
+  const CliResult first = Run({"-c", conf, "brine.import_local_cache", "--out", "json"});
+  const CliResult second = Run({"-c", conf, "brine.import_local_cache", jobs.string(), "--out", "json"});
+  stop = true;
+  writer.join();
+  INFO(first.out << first.err);
+  REQUIRE(first.code == 0);
+  const Value r1 = brine::ParseJson(first.out);
+  CHECK(*r1.Find("jobs") == 5);  // the job with a damaged .load.p is skipped
+  CHECK(*r1.Find("returns") == 5);  // not the nocache job's, not the damaged return.p
+  CHECK(r1.Find("damaged")->as_map().size() == 2);
+  for (const auto& [path, why] : r1.Find("damaged")->as_map()) {
+    CHECK((path.ends_with("/.load.p") || path.ends_with("/web2/return.p")));
+    CHECK(why.as_string().rfind("not one msgpack value", 0) == 0);
+  }
+  // Idempotent: the second run finds everything there.
+  const Value r2 = brine::ParseJson(second.out);
+  CHECK(*r2.Find("jobs") == 0);
+  CHECK(*r2.Find("jobs_present") == 5);
+  CHECK(*r2.Find("returns") == 0);
+  CHECK(*r2.Find("returns_present") == 5);
+
+  // What Salt's local_cache gives for the tree (spec 4.2, 4.3), through the jobs runner.
+  CHECK(Run({"-c", conf, "jobs.lookup_jid", "20240101120000123456"}).out == "web1:\n    True\n");
+  const Value job = brine::ParseJson(Run({"-c", conf, "jobs.list_job", "20240101120000123456", "--out", "json"}).out);
+  CHECK(*job.Find("Minions") == Value::List({"web1", "web2"}));
+  CHECK(*job.Find("Result") ==
+        Value::Map({{"web1", Value::Map({{"return", true}, {"retcode", 0}, {"success", true}})}}));
+  // Syndic lists merge; out.p comes back as "out"; a datetime (ext 78) and a too-big int as Salt packs them.
+  const Value state = brine::ParseJson(Run({"-c", conf, "jobs.list_job", "20240101120500654321", "--out", "json"}).out);
+  CHECK(*state.Find("Minions") == Value::List({"db1", "web1"}));
+  CHECK(*state.Find("Metadata") == Value::Map({{"ticket", 7}}));
+  CHECK(*state.Find("Result")->Find("web1")->Find("out") == "highstate");
+  const Value* motd = state.Find("Result")->Find("web1")->Find("return")->Find("file_|-motd_|-/etc/motd_|-managed");
+  REQUIRE(motd != nullptr);
+  CHECK(*motd->Find("inode") == "1180591620717411303424");
+  CHECK(*state.Find("Result")->Find("db1") ==
+        Value::Map({{"return", "Minion did not run state"}, {"retcode", 2}, {"success", false}}));
+  // The old bare return.p, and nocache (load kept, return not).
+  CHECK(Run({"-c", conf, "jobs.lookup_jid", "20140101000000000001"}).out == "old1:\n     00:00:01 up 1 day\n");
+  CHECK(Run({"-c", conf, "jobs.lookup_jid", "20240101130000000000"}).out.empty());
+  CHECK(*brine::ParseJson(Run({"-c", conf, "jobs.list_job", "20240101130000000000", "--out", "json"}).out)
+             .Find("Function") == "test.ping");
+  // The damaged return.p is skipped, its neighbour kept.
+  CHECK(Run({"-c", conf, "jobs.lookup_jid", "20240101150000000000"}).out == "web1:\n    hi\n");
+  // The endtime file, with job_cache_store_endtime.
+  fs::create_directories(m.conf_dir() / "master.d");
+  std::ofstream(m.conf_dir() / "master.d" / "endtime.conf") << "job_cache_store_endtime: true\n";
+  const Value ended = brine::ParseJson(Run({"-c", conf, "jobs.list_job", "20240101120500654321", "--out", "json"}).out);
+  REQUIRE(ended.Find("EndTime") != nullptr);
+  CHECK(*ended.Find("EndTime") == "2024, Jan 01 12:05:03.114477");
+  // The master's own frames went in meanwhile.
+  CHECK(m.Stop() == 0);
+  CHECK(std::stoll(brine::test::Sql(m.database(), "SELECT count(*) FROM salt_events")) >= 50);
+  // A folder that is not there is a runtime error.
+  const CliResult missing = Run({"-c", conf, "brine.import_local_cache", (m.dir() / "nope").string()});
+  CHECK(missing.code == 1);
+  CHECK(missing.err.find("not a folder") != std::string::npos);
 }

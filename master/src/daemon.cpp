@@ -313,8 +313,6 @@ int Run(const Args& args, std::ostream& err) {
     writer.Run();
     writer_done = true;
   });
-  // The store is open and the bus bound: Salt may start (Before=salt-master).
-  (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
   std::optional<Reporter> reporter;
   reporter.emplace(ReporterOptions{.metrics_file = cfg.brine.metrics_file,
                                    .database = cfg.brine.database,
@@ -323,6 +321,9 @@ int Run(const Args& args, std::ostream& err) {
                                    .queue_capacity_bytes = cfg.brine.max_queue_mb << 20,
                                    .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s)},
                    status, queue, log, clock);
+  // The store is open, the bus bound and the metrics file written: Salt may
+  // start (Before=salt-master.service).
+  (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
   log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: pull " + endpoints.pull + ", pub " +
                                endpoints.pub + ", acknowledged job-cache writes " + endpoints.cache + ", store " +
                                cfg.brine.database.string());

@@ -142,8 +142,12 @@ Reporter::Reporter(ReporterOptions options, const LiveStatus& status, FrameQueue
       log_(log),
       clock_(clock),
       start_time_s_(Seconds(ToUnixMicros(clock.Now()))),
-      next_throughput_(Steady::now() + options_.throughput_every),
-      thread_([this] { Run(); }) {}
+      next_throughput_(Steady::now() + options_.throughput_every) {
+  // The first file is there before the constructor returns, so whatever runs
+  // after READY=1 (ExecStartPost=brine-run brine.health) finds it.
+  Tick();
+  thread_ = std::thread([this] { Run(); });
+}
 
 Reporter::~Reporter() {
   {
@@ -162,13 +166,11 @@ void Reporter::Run() {
   }
   std::unique_lock lock(mu_);
   while (!stop_) {
+    wake_.wait_for(lock, tick, [this] { return stop_; });
     lock.unlock();
     Tick();
     lock.lock();
-    wake_.wait_for(lock, tick, [this] { return stop_; });
   }
-  lock.unlock();
-  Tick();
 }
 
 MetricsSnapshot Reporter::Take() {

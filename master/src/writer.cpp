@@ -39,6 +39,23 @@ std::int64_t StoredCounter(const Value& mine, const std::string& name) {
   return v != nullptr && v->kind() == Value::Kind::kInt ? v->as_int() : 0;
 }
 
+// One line per retention run at info; a first run since start that removed
+// more than half the jobs or events it found at warning.
+void LogRetentionRun(Logger& log, const store::CleanResult& run, const store::Store::RowCounts* before_first) {
+  if (run.jobs + run.events + run.quarantined == 0) return;
+  std::string line = "retention removed " + std::to_string(run.jobs) + " jobs, " + std::to_string(run.returns) +
+                     " returns, " + std::to_string(run.events) + " events, " + std::to_string(run.quarantined) +
+                     " quarantined frames";
+  if (before_first != nullptr && (run.jobs * 2 > before_first->jobs || run.events * 2 > before_first->events)) {
+    log.Log(LogLevel::kWarning, line + ": more than half of the " + std::to_string(before_first->jobs) + " jobs and " +
+                                    std::to_string(before_first->events) +
+                                    " events the store held at start (check keep_jobs_seconds and "
+                                    "brine.keep_events_seconds)");
+    return;
+  }
+  log.Log(LogLevel::kInfo, line);
+}
+
 bool IsStorageFailure(const std::exception& e) {
   return dynamic_cast<const store::WriteFailedError*>(&e) != nullptr ||
          dynamic_cast<const store::BusyError*>(&e) != nullptr;
@@ -313,13 +330,24 @@ void Writer::MaintenanceStep() {
           phase_ = Phase::kVacuum;
           return;
         }
+        // The first pass since start that deletes anything is judged against
+        // the store's size before it (a keep_jobs typo deletes history).
         const auto r = store_->CleanOldJobs(jobs_before, events_before, kMaintenanceRows);
-        if (r.jobs + r.events + r.quarantined > 0) {
-          log_.Log(LogLevel::kInfo, "retention removed " + std::to_string(r.jobs) + " jobs, " + std::to_string(r.returns) +
-                                        " returns, " + std::to_string(r.events) + " events, " +
-                                        std::to_string(r.quarantined) + " quarantined frames");
+        if (!retention_ran_ && retention_run_.jobs + retention_run_.events == 0 && r.jobs + r.events > 0) {
+          before_first_run_ = store_->CountRows();
+          before_first_run_.jobs += r.jobs;
+          before_first_run_.events += r.events;
         }
-        if (!r.more) phase_ = Phase::kVacuum;
+        retention_run_.jobs += r.jobs;
+        retention_run_.returns += r.returns;
+        retention_run_.events += r.events;
+        retention_run_.quarantined += r.quarantined;
+        if (!r.more) {
+          LogRetentionRun(log_, retention_run_, retention_ran_ ? nullptr : &before_first_run_);
+          retention_run_ = {};
+          retention_ran_ = true;
+          phase_ = Phase::kVacuum;
+        }
         return;
       }
       case Phase::kVacuum: {
@@ -379,7 +407,9 @@ void Writer::Run() {
     const std::size_t room = std::min(options_.batch_max_events - batch_.size(), kBusChunk);
     queue_.PopUpTo(room, deadline, incoming, acked);
     // Popped frames are pending too until they commit (the reporter's lag).
-    if (options_.status != nullptr) options_.status->batch_frames = static_cast<std::int64_t>(batch_.size() + incoming.size());
+    if (options_.status != nullptr) {
+      options_.status->batch_frames = static_cast<std::int64_t>(batch_.size() + incoming.size() + acked.size());
+    }
     if (!acked.empty()) {
       // Group commit: every request that arrives while these are filed joins
       // the same commit.

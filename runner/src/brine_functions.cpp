@@ -9,6 +9,7 @@
 
 #include "brine/core/jid.h"
 #include "functions.h"
+#include "import_local_cache.h"
 #include "master_status.h"
 #include "proc_file.h"
 
@@ -250,6 +251,24 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out) {
       "\n"
       "    brine-run brine.backup /var/backups/brine-$(date +%F).sqlite",
       [](Context& ctx, const std::vector<Value>& a) { return Backup(ctx, StringArg(a[0], "path")); },
+  });
+  out.push_back({
+      "brine.import_local_cache",
+      {{"jobs_dir", Value()}},
+      "Import Salt's local_cache job tree (default <cachedir>/jobs) into the store: every job's load,\n"
+      "minion lists (syndics' too), nocache mark, endtime, and each minion's return.p and out.p, as\n"
+      "the Salt master would have stored them. Idempotent (a second run adds nothing), commits every\n"
+      "200 jobs so brine-master can ingest meanwhile, shows progress on a terminal, and skips and lists\n"
+      "damaged files instead of stopping.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run brine.import_local_cache\n"
+      "    brine-run brine.import_local_cache /var/cache/salt/master/jobs",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const auto dir = a[0].is_null() ? ctx.config().cachedir / "jobs" : std::filesystem::path(StringArg(a[0], "jobs_dir"));
+        return ImportLocalCache(ctx, dir);
+      },
   });
   out.push_back({
       "brine.health",

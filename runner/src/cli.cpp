@@ -14,8 +14,8 @@
 
 #include "arguments.h"
 #include "brine/config/master_config.h"
-#include "brine/core/json.h"
 #include "brine/core/jid.h"
+#include "brine/core/json.h"
 #include "master_bus.h"
 #include "brine/output/outputters.h"
 #include "functions.h"
@@ -71,10 +71,10 @@ struct Options {
   bool doc = false;
   bool help = false;
   bool version = false;
-  bool kwargs_stdin = false;
   bool versions_report = false;
   bool async = false;
   bool debug = false;  // -l at debug or below
+  bool kwargs_stdin = false;
   std::vector<std::string> words;  // function and its arguments
 };
 

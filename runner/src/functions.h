@@ -56,6 +56,15 @@ class Context {
   // log level: for what Salt leaves silent but a script's author wants to know
   // (a lookup of a jid the store does not hold).
   void Notice(const std::string& text) { err_ << "brine-run: " << text << "\n"; }
+  // A progress line redrawn in place on stderr ("\r"); "" ends it with a newline.
+  void Progress(const std::string& text) {
+    if (text.empty()) {
+      err_ << "\n";
+    } else {
+      err_ << "\rbrine-run: " << text;
+    }
+    err_.flush();
+  }
 
   // A function whose answer is a verdict (brine.health) sets the exit code
   // its result is printed with; 0 unless set.

@@ -473,6 +473,17 @@ class SqliteStore final : public Store {
     });
   }
 
+  RowCounts CountRows() override {
+    return Read("count_rows", [&] {
+      RowCounts c;
+      SQLite::Statement jobs(*db_, "SELECT count(*) FROM job");
+      if (jobs.executeStep()) c.jobs = jobs.getColumn(0).getInt64();
+      SQLite::Statement events(*db_, "SELECT count(*) FROM event");
+      if (events.executeStep()) c.events = events.getColumn(0).getInt64();
+      return c;
+    });
+  }
+
   std::string IntegrityCheck() override {
     return Read("integrity_check", [&] {
       SQLite::Statement q(*db_, "PRAGMA integrity_check(10)");

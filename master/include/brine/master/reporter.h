@@ -73,9 +73,9 @@ void WriteFileAtomically(const std::filesystem::path& path, const std::string& t
 
 class Reporter {
  public:
-  // All references must outlive the Reporter. Starts the thread.
+  // All references must outlive the Reporter. Reports once, then starts the thread.
   Reporter(ReporterOptions options, const LiveStatus& status, FrameQueue& queue, Logger& log, const Clock& clock);
-  // Stops the thread and writes a last report.
+  // Stops the thread after a last report.
   ~Reporter();
   Reporter(const Reporter&) = delete;
   Reporter& operator=(const Reporter&) = delete;
@@ -103,7 +103,7 @@ class Reporter {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;
-  std::thread thread_;  // last: starts after everything above
+  std::thread thread_;  // started in the constructor's body
 };
 
 }  // namespace brine::master

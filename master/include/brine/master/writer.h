@@ -123,6 +123,12 @@ class Writer {
   Counters base_totals_;
   std::int64_t base_batches_ = 0;
   std::int64_t started_us_ = 0;
+  // What the retention run in progress removed so far (logged once at its
+  // end), and whether a run has finished since start (the first is judged
+  // against the store's size: more than half is a warning).
+  store::CleanResult retention_run_;
+  bool retention_ran_ = false;
+  store::Store::RowCounts before_first_run_;
   std::int64_t last_commit_us_ = 0;
   std::int64_t oldest_event_us_ = 0;
   std::chrono::steady_clock::time_point batch_started_;

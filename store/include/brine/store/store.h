@@ -265,6 +265,13 @@ class Store {
   virtual void BackupTo(const std::filesystem::path& to) = 0;
   // PRAGMA integrity_check's verdict: "ok", or its first messages joined by "; ".
   [[nodiscard]] virtual std::string IntegrityCheck() = 0;
+  // How many jobs and archived events the store holds (count(*): a full
+  // index scan, for a once-per-start judgement, not for every pass).
+  struct RowCounts {
+    std::int64_t jobs = 0;
+    std::int64_t events = 0;
+  };
+  [[nodiscard]] virtual RowCounts CountRows() = 0;
   // Arrival time of the oldest archived event; nullopt when the archive is empty.
   [[nodiscard]] virtual std::optional<Micros> OldestEvent() = 0;
   // {master_id: {name: value}} for every master that wrote counters, by name.
