@@ -269,7 +269,7 @@ TEST_CASE("wire: tags of 19, 20 and 21 bytes round-trip in both framings", "[wir
 }
 
 TEST_CASE("wire: every fixture event re-encoded as Salt 2014 did decodes back", "[wire]") {
-  std::ifstream in(BRINE_SHARED_DIR "/fixtures/salt-2014-master-events.jsonl");
+  std::ifstream in(BRINE_FIXTURES_DIR "/salt-2014-master-events.jsonl");
   REQUIRE(in);
   int lines = 0;
   int old_style = 0;

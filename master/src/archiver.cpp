@@ -1,9 +1,12 @@
 #include "brine/master/archiver.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <variant>
 
 #include "brine/core/glob.h"
 #include "brine/core/json.h"
+#include "brine/master/spool.h"
 #include "brine/wire/codec.h"
 #include "brine/wire/tags.h"
 
@@ -62,9 +65,23 @@ bool Archiver::PassesFilters(const std::string& tag) const {
   return true;
 }
 
-void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const std::string& reason,
+std::string_view QuarantinedBytes(const Frame& frame, std::size_t max_frame_bytes, std::string& reason) {
+  if (frame.bytes.size() <= max_frame_bytes) return frame.bytes;
+  // Never the whole of a frame past the limit: a prefix, its length and a
+  // checksum are enough to recognise it, and an insert of a gigabyte would
+  // fail (SQLITE_TOOBIG) and hold up every frame behind it.
+  const std::size_t keep = std::min(frame.bytes.size(), kQuarantineOversizeKeep);
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", Crc32(frame.bytes));
+  reason += " (" + std::to_string(frame.bytes.size()) + " bytes, crc32 " + crc + "; the first " + std::to_string(keep) +
+            " kept)";
+  return std::string_view(frame.bytes).substr(0, keep);
+}
+
+void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const std::string& why,
                                Counters& counts) {
-  store.Quarantine(frame.bytes, reason, frame.received);
+  std::string reason = why;
+  store.Quarantine(QuarantinedBytes(frame, options_.max_frame_bytes, reason), reason, frame.received);
   ++counts.received;
   ++counts.quarantined;
   // Once per burst: a frame is logged when none was for kQuarantineLogInterval;

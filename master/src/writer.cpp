@@ -56,12 +56,13 @@ void Writer::Reopen() {
 }
 
 void Writer::Ingest(Frame frame) {
-  if (batch_.empty()) {
-    batch_handle_.emplace(store_->BeginBatch());
-    batch_started_ = SteadyClock::now();
-  }
+  const bool opens_batch = batch_.empty();
+  if (opens_batch) batch_started_ = SteadyClock::now();
   batch_.push_back(std::move(frame));
   try {
+    // Inside the try: a store another process holds locked past the busy
+    // timeout is backpressure like a full disk, never fatal.
+    if (opens_batch) batch_handle_.emplace(store_->BeginBatch());
     archiver_.Ingest(*store_, batch_.back(), batch_counts_);
   } catch (const std::exception& e) {
     ReplayUntilCommitted(e.what());
@@ -118,8 +119,18 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
           throw;
         }
       }
-      for (const auto& [frame, reason] : poisoned) {
-        archiver_.QuarantineFrame(*store_, frame, "could not be archived: " + reason, counts);
+      for (auto& [frame, reason] : poisoned) {
+        try {
+          archiver_.QuarantineFrame(*store_, frame, "could not be archived: " + reason, counts);
+        } catch (const std::exception& e) {
+          if (IsStorageFailure(e) || frame.bytes.empty()) throw;
+          // Failing for a reason of this frame's own (too big for SQLite):
+          // the next try keeps its reason and length, not its bytes, so it
+          // never holds up the frames behind it.
+          reason += "; its " + std::to_string(frame.bytes.size()) + " bytes could not be kept either (" + e.what() + ")";
+          frame.bytes.clear();
+          throw;
+        }
       }
       last_commit_us_ = ToUnixMicros(clock_.Now());
       ++batches_;
