@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include <SQLiteCpp/Database.h>
@@ -285,4 +286,118 @@ TEST_CASE("hardening: a second brine-master on the same store is refused with ex
   MasterProcess third("brine.database: " + first.database().string());
   third.Start();
   REQUIRE(third.Stop() == 0);
+}
+
+// --- 8. memory bounded in bytes ---------------------------------------------------------
+
+namespace {
+
+// The peak resident set of `pid` in KiB (VmHWM), -1 when unreadable.
+long PeakRssKib(pid_t pid) {
+  const std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  const auto at = status.find("VmHWM:");
+  return at == std::string::npos ? -1 : std::stol(status.substr(at + 6));
+}
+
+}  // namespace
+
+TEST_CASE("hardening: a frame of 16M nils is quarantined at its decode budget instead of taking 50x its size",
+          "[hardening][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const fs::path db = m.database();
+  const long before = PeakRssKib(m.child()->pid());
+  // {"n": [nil x 16M]}: 16 MB on the wire, ~1 GB decoded without a budget.
+  std::string frame = "salt/nils\n\n";
+  frame += std::string("\x81\xa1n\xdd\x01\x00\x00\x00", 8);
+  frame += std::string(std::size_t{1} << 24, '\xc0');
+  PushFrames(m.pull_endpoint(), {frame});
+  REQUIRE(WaitUntil([&] { return Counter(db, "received") == 1; }, 60s));
+  const long peak = PeakRssKib(m.child()->pid());
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(db, "SELECT reason FROM quarantine") == "decoded data over its budget (DecodeOptions)\n");
+  WARN("peak RSS " << before / 1024 << " MiB before, " << peak / 1024 << " MiB after a 16 MB frame of nils");
+  // The budget is 64 MiB + 16 x 16 MiB = 320 MiB of tree, plus the frame's copies.
+  REQUIRE(peak < 600 * 1024);
+}
+
+// --- 12. int jids ---------------------------------------------------------------------------
+
+TEST_CASE("hardening: a return whose jid is an int is filed under its text, and another type is logged",
+          "[hardening][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const auto ret = [](const Value& jid) {
+    return Value::Map({{"cmd", "_return"}, {"id", "m1"}, {"success", true}, {"return", "pong"}, {"retcode", 0},
+                       {"jid", jid}, {"fun", "test.ping"}, {"fun_args", brine::Value::EmptyList()}});
+  };
+  PushFrames(m.pull_endpoint(), {NewFrame("salt/job/12345/ret/m1", ret(Value(std::int64_t{12345}))),
+                                 NewFrame("salt/job/12346/ret/m1", ret(Value(1.5)))});
+  REQUIRE(WaitUntil([&] { return Counter(m.database(), "received") == 2; }));
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT jid, id, \"return\" FROM salt_returns") == "12345|m1|\"pong\"\n");
+  REQUIRE(Counter(m.database(), "stored") == 2);  // both archived as events
+  REQUIRE(ReadFile(m.log_file()).find("is not filed in the job cache: its jid is 1.5") != std::string::npos);
+}
+
+// --- 13. a read-only store ------------------------------------------------------------------
+
+TEST_CASE("hardening: brine-run reads a store in a folder it cannot write (an immutable read)", "[hardening][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string jid = "20240101120000000001";
+  PushFrames(m.pull_endpoint(),
+             {NewFrame("salt/job/" + jid + "/ret/m1",
+                       Value::Map({{"cmd", "_return"}, {"id", "m1"}, {"success", true}, {"return", "pong"},
+                                   {"retcode", 0}, {"jid", jid}, {"fun", "test.ping"}}))});
+  REQUIRE(WaitUntil([&] { return Counter(m.database(), "returns") == 1; }));
+  REQUIRE(m.Stop() == 0);
+  // An operator's backup copy, in a folder and a file nobody may write.
+  brine::test::TempDir snap;
+  fs::create_directories(snap / "conf");
+  fs::create_directories(snap / "store");
+  fs::copy_file(m.database(), snap / "store" / "brine.sqlite");
+  std::ofstream(snap / "conf" / "master") << "brine.database: " << (snap / "store" / "brine.sqlite").string() << "\n";
+  ::chmod((snap / "store" / "brine.sqlite").c_str(), 0444);
+  ::chmod((snap / "store").c_str(), 0555);
+  ::chmod(snap.path().c_str(), 0755);
+  std::vector<std::string> argv = {brine::test::Binary("brine-run").string(), "-c", (snap / "conf").string(),
+                                   "jobs.lookup_jid", jid, "--out", "json"};
+  if (::geteuid() == 0) {
+    // Root writes anywhere: run it as nobody, as an operator's own account would.
+    argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"});
+  }
+  const auto r = brine::test::Run(argv, 30s);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out == "{\n    \"m1\": \"pong\"\n}\n");
+  REQUIRE_FALSE(fs::exists(snap / "store" / "brine.sqlite-shm"));
+  ::chmod((snap / "store").c_str(), 0755);  // so the temp dir can go
+}
+
+// --- 14. spool files that are not regular files ---------------------------------------------
+
+TEST_CASE("hardening: a FIFO, a symlink or another user's file named *.frames in the spool is skipped, not opened",
+          "[hardening]") {
+  brine::test::TempDir dir;
+  const fs::path spool = dir / "brine-spool";
+  fs::create_directories(spool);
+  std::string record;
+  brine::master::AppendSpoolRecord(record, NewFrame("salt/spooled", Value::Map({{"ok", true}})));
+  REQUIRE(::mkfifo((spool / "1.frames").c_str(), 0600) == 0);  // would block an open for ever
+  std::ofstream(dir / "elsewhere", std::ios::binary) << record;
+  fs::create_symlink(dir / "elsewhere", spool / "2.frames");
+  std::ofstream(spool / "3.frames", std::ios::binary) << record;
+  if (::geteuid() == 0) {
+    std::ofstream(spool / "4.frames", std::ios::binary) << record;
+    REQUIRE(::chown((spool / "4.frames").c_str(), NobodyUid(), 0) == 0);
+  }
+  auto taken = brine::master::TakeSpoolFiles(spool);
+  REQUIRE(taken.size() == 1);
+  REQUIRE(taken[0].path().filename() == "3.frames.taken");
+  REQUIRE(taken[0].ReadAll() == record);
+  // What was skipped stays as it was.
+  REQUIRE(fs::is_fifo(spool / "1.frames"));
+  REQUIRE(fs::is_symlink(spool / "2.frames"));
+  REQUIRE(ReadFile(dir / "elsewhere") == record);
 }

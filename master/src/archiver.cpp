@@ -27,6 +27,25 @@ bool IsReturnLoad(const Value& data) {
   return cmd != nullptr && *cmd == "_return";
 }
 
+// A return whose `jid` is an int (a hand-made event, an old minion) is
+// filed under str(jid), as Salt's string handling of the jid would: a copy
+// with the jid as text in `scratch`; else nullptr (the data is used as is).
+const Value* WithTextJid(const Value& data, Value& scratch) {
+  const Value* jid = data.Find("jid");
+  if (jid == nullptr) return nullptr;
+  std::string text;
+  if (jid->kind() == Value::Kind::kInt) {
+    text = std::to_string(jid->as_int());
+  } else if (jid->kind() == Value::Kind::kUint) {
+    text = std::to_string(jid->as_uint());
+  } else {
+    return nullptr;
+  }
+  scratch = data;
+  scratch.Set("jid", std::move(text));
+  return &scratch;
+}
+
 std::optional<std::vector<std::string>> OptionalStringList(const Value* v) {
   if (v == nullptr || !v->is_list()) return std::nullopt;
   return StringList(v);
@@ -206,8 +225,10 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
     case wire::TagInfo::Kind::kBareJid:
       if (IsReturnLoad(data)) {
         if (options_.job_cache) {
-          outcome = store.Returner(data);
-          payload_is_data = true;
+          Value scratch;
+          const Value* text_jid = WithTextJid(data, scratch);
+          outcome = store.Returner(text_jid != nullptr ? *text_jid : data);
+          payload_is_data = text_jid == nullptr;
         }
       } else if (const Value* minions = data.Find("minions"); minions != nullptr && minions->is_list()) {
         store.SaveMinions(tag.jid, StringList(minions), std::nullopt);
@@ -220,6 +241,8 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
           if (filled.Find("jid") == nullptr) filled.Set("jid", tag.jid);
           if (filled.Find("id") == nullptr) filled.Set("id", tag.minion);
           outcome = store.Returner(filled);
+        } else if (Value scratch; const Value* text_jid = WithTextJid(data, scratch)) {
+          outcome = store.Returner(*text_jid);
         } else {
           outcome = store.Returner(data);
           payload_is_data = true;
@@ -249,6 +272,15 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
       break;
   }
   CountReturn(outcome, data, tag.minion, counts);
+  if (outcome && outcome->kind == store::ReturnOutcome::Kind::kNotCached &&
+      (tag.kind == wire::TagInfo::Kind::kReturn || tag.kind == wire::TagInfo::Kind::kBareJid)) {
+    const Value* jid = data.Find("jid");
+    if (jid != nullptr && !jid->is_string()) {
+      // Never silently: the event is archived, the job cache says why not.
+      log_.Log(LogLevel::kWarning, "a return under " + event.tag + " is not filed in the job cache: its jid is " +
+                                       ToJson(*jid) + ", neither text nor an integer");
+    }
+  }
 
   if (!PassesFilters(event.tag)) {
     ++counts.filtered;
