@@ -401,3 +401,25 @@ TEST_CASE("hardening: a FIFO, a symlink or another user's file named *.frames in
   REQUIRE(fs::is_symlink(spool / "2.frames"));
   REQUIRE(ReadFile(dir / "elsewhere") == record);
 }
+
+// --- 15. the tcp bus ------------------------------------------------------------------------
+
+TEST_CASE("hardening: with ipc_mode tcp the pull socket listens on 127.0.0.1 only, whatever Salt's interface says",
+          "[hardening][e2e]") {
+  const int pull = brine::test::FreeTcpPort();
+  const int pub = brine::test::FreeTcpPort();
+  MasterProcess m("ipc_mode: tcp\ninterface: 0.0.0.0\nbrine.tcp_pull_port: " + std::to_string(pull) +
+                  "\nbrine.tcp_pub_port: " + std::to_string(pub));
+  m.set_tcp_ports(pull, pub);
+  m.Start();
+  // /proc/net/tcp: local address as hex IP:port, state 0A is LISTEN.
+  char want[32];
+  std::snprintf(want, sizeof want, "0100007F:%04X", pull);
+  char any[32];
+  std::snprintf(any, sizeof any, "00000000:%04X", pull);
+  const std::string table = ReadFile("/proc/net/tcp");
+  REQUIRE(table.find(std::string(want) + " 00000000:0000 0A") != std::string::npos);
+  REQUIRE(table.find(any) == std::string::npos);
+  REQUIRE(ReadFile("/proc/net/tcp6").find(":" + std::string(any).substr(9)) == std::string::npos);
+  REQUIRE(m.Stop() == 0);
+}

@@ -651,6 +651,27 @@ TEST_CASE("store: retention ages a jid that is not a time by when it was first s
   for (const auto& jid : odd) REQUIRE(s->GetJid(jid) == Value::EmptyMap());
 }
 
+TEST_CASE("store: more distinct minions than the name cache holds still get one row each", "[store]") {
+  // The minion-name cache starts again past 100,000 names (issue 14: it grew
+  // without bound); names it forgot are looked up, never inserted twice.
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000000";
+  s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*"})"), std::nullopt);
+  constexpr int kMinions = 120000;
+  {
+    auto batch = s->BeginBatch();
+    for (int i = 0; i < kMinions; ++i) (void)s->Returner(Ret(jid, "m" + std::to_string(i), i));
+    // The first names again, after the cache was cleared: the same rows.
+    for (int i = 0; i < 10; ++i) {
+      REQUIRE(s->Returner(Ret(jid, "m" + std::to_string(i), i)).kind == brine::store::ReturnOutcome::Kind::kRepeat);
+    }
+    batch.Commit();
+  }
+  REQUIRE(QueryText(f.path, "SELECT count(*), count(DISTINCT name) FROM minion") ==
+          std::to_string(kMinions) + "|" + std::to_string(kMinions) + "\n");
+}
+
 TEST_CASE("store: read-only stores refuse writes", "[store]") {
   Fixture f;
   { auto s = f.Open(); }

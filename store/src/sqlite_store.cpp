@@ -25,6 +25,10 @@ using detail::Op;
 using detail::RethrowAsStoreError;
 
 constexpr std::size_t kMaxCachedJobs = 200000;
+// Minion name -> row id. A fleet that churns names (cloud instances) would
+// otherwise grow it for ever (+82 MB per 600k names); past the bound it
+// starts again, and a name not cached costs one indexed lookup.
+constexpr std::size_t kMaxCachedMinions = 100000;
 
 // --- SQL functions used by GetJids (registered on our connections only) -----
 
@@ -831,6 +835,7 @@ class SqliteStore final : public Store {
       ins.exec();
       id = db_->getLastInsertRowid();
     }
+    if (minions_.size() >= kMaxCachedMinions) minions_.clear();
     minions_.emplace(name, id);
     return id;
   }
