@@ -11,6 +11,7 @@
 #include <SQLiteCpp/Database.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <functional>
@@ -422,4 +423,140 @@ TEST_CASE("hardening: with ipc_mode tcp the pull socket listens on 127.0.0.1 onl
   REQUIRE(table.find(any) == std::string::npos);
   REQUIRE(ReadFile("/proc/net/tcp6").find(":" + std::string(any).substr(9)) == std::string::npos);
   REQUIRE(m.Stop() == 0);
+}
+
+// --- all of it at once, for minutes (./brine.sh slow) -----------------------------------------
+
+TEST_CASE("hardening: the attacks replayed together for minutes leave the counters balanced and every good frame stored",
+          "[hardening][e2e][slow]") {
+  // BRINE_SOAK_SECONDS (default 180) sets how long the attacks go on.
+  const char* env = std::getenv("BRINE_SOAK_SECONDS");
+  const auto soak = std::chrono::seconds(env != nullptr ? std::atoi(env) : 180);
+  MasterProcess m("brine.max_queue_mb: 1\nbrine.max_frame_bytes: 4194304");
+  fs::create_directories(m.conf_dir() / "master.d");
+  std::ofstream(m.conf_dir() / "master.d" / "soak.conf") << "loop_interval: 5\n";  // the spool every 5 s
+  m.Start();
+  const fs::path db = m.database();
+  const fs::path spool = m.dir() / "cache" / "brine-spool";
+  fs::create_directories(spool);
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> good_sent{0}, hostile_sent{0}, lock_episodes{0}, spool_good{0};
+
+  // Good traffic from one long-lived sender that never drops a frame.
+  std::thread good([&] {
+    zmq::context_t ctx(1);
+    zmq::socket_t push(ctx, zmq::socket_type::push);
+    push.set(zmq::sockopt::linger, 60000);
+    push.set(zmq::sockopt::sndhwm, 0);
+    push.connect(m.pull_endpoint());
+    for (std::int64_t i = 0; !stop; ++i) {
+      push.send(zmq::buffer(NewFrame("salt/good/" + std::to_string(i), Value::Map({{"i", i}}))), zmq::send_flags::none);
+      ++good_sent;
+      if (i % 50 == 0) std::this_thread::sleep_for(5ms);  // at most ~10,000 frames/s
+    }
+  });
+  // Hostile frames, each on a connection of its own (an oversize one drops its connection).
+  std::thread hostile([&] {
+    std::string nils = "salt/nils\n\n" + std::string("\x81\xa1n\xdd\x00\x30\x00\x00", 8) + std::string(0x300000, '\xc0');
+    std::string deep = "salt/deep\n\n";
+    for (int i = 0; i < 5000; ++i) deep += "\x81\xa1k";
+    deep += "\x80";
+    const std::vector<std::vector<std::string>> attacks = {
+        {"salt/trunc\n\n\x82\xa1" "a\x01"},
+        {deep},
+        {std::string("salt/huge\n\n\xdf\xff\xff\xff\xff", 16)},
+        {nils},                                         // over its decode budget
+        {std::string(5u << 20, 'x')},                   // over max_frame_bytes: refused at the socket
+        {std::string(3u << 20, 'p'), std::string(3u << 20, 'q')},  // parts together over the limit
+        {"salt/dup\n\n\x82\xa1" "a\x01\xa1" "a\x02"},  // a key given twice
+        {std::string(19, 'a') + "\xc3\x82x\n\n\x81\xa1k\x01"},  // non-ASCII at byte 20
+        {NewFrame("salt/job/12345/ret/m1", Value::Map({{"cmd", "_return"}, {"id", "m1"}, {"return", 1},
+                                                       {"jid", std::int64_t{12345}}}))},
+        {""},
+    };
+    zmq::context_t ctx(1);
+    for (std::size_t n = 0; !stop; ++n) {
+      const auto& parts = attacks[n % attacks.size()];
+      zmq::socket_t push(ctx, zmq::socket_type::push);
+      push.set(zmq::sockopt::linger, 2000);
+      push.connect(m.pull_endpoint());
+      for (std::size_t i = 0; i < parts.size(); ++i) {
+        push.send(zmq::buffer(parts[i]), i + 1 < parts.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+      push.close();
+      ++hostile_sent;
+      std::this_thread::sleep_for(50ms);
+    }
+  });
+  // Another process holding the store's write lock past the busy timeout, now and then.
+  std::thread locker([&] {
+    while (!stop) {
+      for (int i = 0; i < 200 && !stop; ++i) std::this_thread::sleep_for(100ms);
+      if (stop) break;
+      SQLite::Database holder(db.string(), SQLite::OPEN_READWRITE);
+      holder.setBusyTimeout(30000);
+      holder.exec("BEGIN IMMEDIATE");
+      std::this_thread::sleep_for(11s);
+      holder.exec("ROLLBACK");
+      ++lock_episodes;
+    }
+  });
+  // The spool: a FIFO and a symlink named like spool files, and real ones.
+  REQUIRE(::mkfifo((spool / "0-fifo.frames").c_str(), 0600) == 0);
+  std::ofstream(m.dir() / "not-spool") << "keep me";
+  fs::create_symlink(m.dir() / "not-spool", spool / "0-link.frames");
+  std::thread spooler([&] {
+    for (int n = 0; !stop; ++n) {
+      std::string file;
+      for (int i = 0; i < 10; ++i) {
+        brine::master::AppendSpoolRecord(
+            file, NewFrame("salt/spooled/" + std::to_string(n * 10 + i), Value::Map({{"n", n}})));
+      }
+      const fs::path tmp = spool / ("." + std::to_string(n));
+      std::ofstream(tmp, std::ios::binary) << file;
+      fs::rename(tmp, spool / (std::to_string(n) + ".frames"));
+      spool_good += 10;
+      for (int i = 0; i < 30 && !stop; ++i) std::this_thread::sleep_for(100ms);
+    }
+  });
+
+  const auto until = std::chrono::steady_clock::now() + soak;
+  while (std::chrono::steady_clock::now() < until) {
+    REQUIRE(m.child()->Running());
+    std::this_thread::sleep_for(1s);
+  }
+  stop = true;
+  good.join();
+  hostile.join();
+  locker.join();
+  spooler.join();
+  // Every good frame sent and every spooled one is stored, then SIGTERM stops it in time.
+  REQUIRE(WaitUntil(
+      [&] {
+        return Sql(db, "SELECT count(*) FROM salt_events WHERE tag LIKE 'salt/good/%'") ==
+               std::to_string(good_sent.load()) + "\n";
+      },
+      120s));
+  REQUIRE(WaitUntil(
+      [&] {
+        return Sql(db, "SELECT count(*) FROM salt_events WHERE tag LIKE 'salt/spooled/%'") ==
+               std::to_string(spool_good.load()) + "\n";
+      },
+      60s));
+  const auto signalled = std::chrono::steady_clock::now();
+  REQUIRE(m.Stop() == 0);
+  CHECK(std::chrono::steady_clock::now() - signalled < 20s);
+  REQUIRE(CountersBalance(db));
+  REQUIRE(Sql(db, "PRAGMA integrity_check") == "ok\n");
+  // Nothing over max_frame_bytes is kept whole (the parts over it: a 64 KiB prefix).
+  REQUIRE(Sql(db, "SELECT count(*) FROM quarantine WHERE length(raw) > 4194304") == "0\n");
+  REQUIRE(Sql(db, "SELECT count(*) FROM quarantine WHERE reason LIKE 'multi-part%' AND length(raw) > 65536") == "0\n");
+  REQUIRE(Sql(db, "SELECT count(*) FROM salt_returns WHERE jid = '12345'") == "1\n");
+  REQUIRE(fs::is_fifo(spool / "0-fifo.frames"));
+  REQUIRE(ReadFile(m.dir() / "not-spool") == "keep me");
+  REQUIRE(Sql(db, "SELECT count(*) FROM salt_events WHERE tag = 'salt/dup' AND data = '{\"a\":2}'") != "0\n");
+  WARN(good_sent.load() << " good frames, " << spool_good.load() << " spooled, " << hostile_sent.load()
+                        << " hostile, " << lock_episodes.load() << " lock episodes; counters: received "
+                        << Counter(db, "received") << ", stored " << Counter(db, "stored") << ", quarantined "
+                        << Counter(db, "quarantined"));
 }
