@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <thread>
 #include <zmq.hpp>
 
@@ -559,4 +560,35 @@ TEST_CASE("hardening: the attacks replayed together for minutes leave the counte
                         << " hostile, " << lock_episodes.load() << " lock episodes; counters: received "
                         << Counter(db, "received") << ", stored " << Counter(db, "stored") << ", quarantined "
                         << Counter(db, "quarantined"));
+}
+
+// --- 9. NaN -------------------------------------------------------------------------------
+
+TEST_CASE("hardening: NaN and infinities in a return are kept through the store and printed as salt-run prints them",
+          "[hardening][e2e]") {
+  MasterProcess m;
+  m.Start();
+  const std::string jid = "20240101120000000002";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  brine::ValueList values = {Value(nan), Value(inf), Value(-inf), Value(1.5)};
+  PushFrames(m.pull_endpoint(),
+             {NewFrame("salt/job/" + jid + "/ret/m1",
+                       Value::Map({{"cmd", "_return"}, {"id", "m1"}, {"success", true}, {"return", Value(values)},
+                                   {"retcode", 0}, {"jid", jid}, {"fun", "test.arg"}}))});
+  REQUIRE(WaitUntil([&] { return Counter(m.database(), "returns") == 1; }));
+  REQUIRE(m.Stop() == 0);
+  const auto run = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {brine::test::Binary("brine-run").string(), "-c", m.conf_dir().string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return brine::test::Run(argv, 30s);
+  };
+  // Python: pprint/nested show nan and inf; json.dumps writes NaN and Infinity.
+  const auto nested = run({"jobs.lookup_jid", jid});
+  INFO(nested.err);
+  REQUIRE(nested.out == "m1:\n    - nan\n    - inf\n    - -inf\n    - 1.5\n");
+  const auto json = run({"jobs.lookup_jid", jid, "--out", "json"});
+  REQUIRE(json.out == "{\n    \"m1\": [\n        NaN,\n        Infinity,\n        -Infinity,\n        1.5\n    ]\n}\n");
+  // The stored text stays something SQLite's json functions accept.
+  REQUIRE(Sql(m.database(), "SELECT json_valid(full_ret) FROM salt_returns") == "1\n");
 }
