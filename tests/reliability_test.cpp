@@ -36,7 +36,10 @@ using brine::ParseJson;
 using brine::ToJson;
 using brine::Value;
 using brine::ValueList;
+using brine::test::Counter;
+using brine::test::CountersBalance;
 using brine::test::MasterProcess;
+using brine::test::WaitUntil;
 using brine::test::PushFrames;
 using brine::test::Sql;
 using brine::test::TmpfsMount;
@@ -47,25 +50,6 @@ namespace {
 
 std::string NewFrame(const std::string& tag, const Value& data) {
   return brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
-}
-
-std::int64_t Counter(const fs::path& db, const std::string& name) {
-  const std::string v = Sql(db, "SELECT value FROM brine_counters WHERE name = '" + name + "'");
-  return v.empty() ? -1 : std::stoll(v);
-}
-
-// received = stored + filtered + quarantined (docs/master.md, Counters).
-bool CountersBalance(const fs::path& db) {
-  return Counter(db, "received") == Counter(db, "stored") + Counter(db, "filtered") + Counter(db, "quarantined");
-}
-
-bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout = 30s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
 }
 
 std::size_t CountOf(const std::string& haystack, const std::string& needle) {
