@@ -1124,7 +1124,7 @@ TEST_CASE("runner: brine.stats shows the counters of each master", "[runner]") {
 TEST_CASE("runner: spec 12.2's three nested examples, byte for byte", "[runner][golden]") {
   Site s;
   BuildSpecJobs(s);
-  const std::string spec = Slurp(std::string(BRINE_SHARED_DIR) + "/spec/salt-jobs.md");
+  const std::string spec = Slurp(std::string(BRINE_FIXTURES_DIR) + "/salt-jobs-spec-12.md");
   REQUIRE_FALSE(spec.empty());
   const std::string list_jobs = SpecBlock(spec, "Example (`salt-run jobs.list_jobs`, no color):");
   const std::string list_job = SpecBlock(spec, "Example (`salt-run jobs.list_job 20240101120500654321`):");
