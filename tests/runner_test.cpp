@@ -1101,13 +1101,14 @@ TEST_CASE("runner: master lists live runner calls from <cachedir>/proc", "[runne
 
 TEST_CASE("runner: brine.stats shows the counters of each master", "[runner]") {
   Site s;
-  s.Store().PutCounters({{"received", 3}, {"stored", 2}, {"filtered", 1}});
+  s.Store().PutCounters({{"received", 3}, {"stored", 2}, {"filtered", 1}, {"acked", 4}});
   const Value stats = s.Json({"brine.stats"});
   REQUIRE(stats.Find("brine_master") != nullptr);
   const Value& m = *stats.Find("brine_master");
   CHECK(*m.Find("running") == false);  // no master listens on this config's bus
   CHECK(*m.Find("since_start")->Find("received") == 3);
   CHECK(*m.Find("since_start")->Find("stored") == 2);
+  CHECK(*m.Find("since_start")->Find("acked") == 4);  // a count brine.stats has no name for still shows
   // A store from before the *_total counters: its counts are its totals.
   CHECK(*m.Find("since_created")->Find("received") == 3);
   CHECK(*m.Find("last_commit") == "");
