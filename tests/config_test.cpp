@@ -678,14 +678,14 @@ TEST_CASE("config: files of one include set merge maps and lists, as Salt's dict
             "brine: {database: /from/master.db, batch_max_events: 7}\n"
             "event_return_whitelist: [master/*]\n");
   WriteFile(dir / "master.d" / "a.conf",
-            "brine: {sync: full, flush_interval_ms: 5}\nevent_return_whitelist: [a/*, shared/*]\n");
+            "brine: {sync: full, flush_interval_ms: 5}\nevent_return_whitelist: [a/*, common/*]\n");
   WriteFile(dir / "master.d" / "b.conf",
-            "brine: {flush_interval_ms: 9}\nevent_return_whitelist: [shared/*, b/*]\n");
+            "brine: {flush_interval_ms: 9}\nevent_return_whitelist: [common/*, b/*]\n");
   MasterConfig c = LoadMasterConfig(dir.path());
   // Within master.d: maps merged key by key, lists concatenated without repeats.
   CHECK(c.brine.sync == MasterConfig::Brine::Sync::kFull);
   CHECK(c.brine.flush_interval_ms == 9);
-  CHECK(c.event_return_whitelist == std::vector<std::string>{"a/*", "shared/*", "b/*"});
+  CHECK(c.event_return_whitelist == std::vector<std::string>{"a/*", "common/*", "b/*"});
   // Against the master file: master.d's `brine:` replaces the master's whole.
   CHECK(c.brine.database == "/var/cache/salt/master/brine.sqlite");
   CHECK(c.brine.batch_max_events == 10000);
