@@ -586,6 +586,26 @@ TEST_CASE("store: a reader sees committed batches while a writer is mid-batch, n
   REQUIRE(w->GetJids({}).size() == 1500);
 }
 
+TEST_CASE("store: a second writer's first batch waits for the lock instead of failing after another commit",
+          "[store]") {
+  // brine-run's writers (brine.import_local_cache) open a store beside a
+  // running brine-master. Opening must leave no statement holding a read
+  // snapshot: BEGIN IMMEDIATE on a stale snapshot is SQLITE_BUSY_SNAPSHOT at
+  // once, without the busy handler, and every retry fails the same way.
+  Fixture f;
+  auto late = f.Open();
+  auto master = f.Open();
+  {
+    auto batch = master->BeginBatch();
+    master->SaveLoad("20240101120000000001", J(R"({"fun":"test.ping","tgt":"*"})"), Strings({"m1"}));
+    batch.Commit();
+  }
+  auto batch = late->BeginBatch();
+  late->SaveLoad("20240101120000000002", J(R"({"fun":"test.ping","tgt":"*"})"), Strings({"m1"}));
+  batch.Commit();
+  REQUIRE(master->GetJids({}).size() == 2);
+}
+
 TEST_CASE("store: retention deletes old jobs, returns and events and nothing else", "[store]") {
   Fixture f;
   auto s = f.Open();

@@ -232,6 +232,9 @@ class SqliteStore final : public Store {
         q.bind(1, options.master_id);
         q.executeStep();
         master_row_ = q.getColumn(0).getInt64();
+        // A statement left on its row keeps a read snapshot open, and a
+        // later BEGIN IMMEDIATE on a stale snapshot fails at once.
+        q.reset();
       });
     }
   }
@@ -725,6 +728,10 @@ class SqliteStore final : public Store {
   void BeginBatchImpl() override {
     CheckWritable("begin a batch");
     if (in_batch_) throw StoreError("a batch is already open on this store");
+    // No cached statement may hold a read snapshot into the write transaction:
+    // SQLite cannot upgrade a stale snapshot (SQLITE_BUSY_SNAPSHOT, returned
+    // without waiting on the busy handler, and again on every retry).
+    ResetStatements();
     try {
       db_->exec("BEGIN IMMEDIATE");
     } catch (...) {
@@ -818,7 +825,10 @@ class SqliteStore final : public Store {
     CheckWritable(what);
     const bool own = !in_batch_;
     try {
-      if (own) db_->exec("BEGIN IMMEDIATE");
+      if (own) {
+        ResetStatements();  // see BeginBatchImpl
+        db_->exec("BEGIN IMMEDIATE");
+      }
       f();
       ResetStatements();
       if (own) {
