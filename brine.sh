@@ -29,6 +29,7 @@ packages=(
   libyaml-cpp-dev
   python3 python3-yaml python3-zmq python3-msgpack
   clang libclang-rt-dev
+  postgresql libpq-dev
 )
 
 log() { printf '==> %s\n' "$*"; }

@@ -194,7 +194,7 @@ int Run(const Args& args, std::ostream& err) {
 
   const config::BusEndpoints endpoints = config::EndpointsFor(cfg);
   if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) MakeOwnedDir(cfg.brine.sock_dir, owner);
-  MakeOwnedDir(cfg.brine.database.parent_path(), owner);
+  if (!store::IsServerDatabase(cfg.brine.database)) MakeOwnedDir(cfg.brine.database.parent_path(), owner);
   DropPrivileges(owner);
 
   for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);

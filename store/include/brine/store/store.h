@@ -284,8 +284,16 @@ class Store {
   friend class Batch;
 };
 
-// Opens (creating when read-write) the SQLite store at `path` and brings its
-// schema up to date. Throws TooNewError for a database made by a newer brine,
+// True when `database` names a database on a server (a postgresql:// or
+// postgres:// URI in libpq's syntax) rather than a SQLite file: it has no
+// directory of its own to create.
+[[nodiscard]] bool IsServerDatabase(const std::filesystem::path& database);
+
+// Opens (creating when read-write) the store at `path` and brings its schema
+// up to date: a SQLite file, or for a postgresql:// URI (IsServerDatabase) the
+// PostgreSQL database it names, connecting with libpq (the password from
+// ~/.pgpass, PGPASSFILE or passfile=; errors name host and database, never
+// the URI's secrets). A lost connection during a write is WriteFailedError. Throws TooNewError for a database made by a newer brine,
 // FatalError for a file that is not a brine store or is corrupt, StoreError
 // for anything else (e.g. a missing file opened read-only).
 [[nodiscard]] std::unique_ptr<Store> OpenStore(const std::filesystem::path& path,
