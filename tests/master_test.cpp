@@ -1175,3 +1175,49 @@ TEST_CASE("master: two brine-masters on one PostgreSQL database answer brine-run
     REQUIRE(RunnerOut(b.conf_dir(), call) == from_sqlite);
   }
 }
+
+TEST_CASE("master: PostgreSQL killed mid-ingest and started again loses nothing, and brine-master recovers by itself",
+          "[master][e2e][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN(*why);
+    return;
+  }
+  brine::test::PostgresServer server;  // its own: this test kills it
+  const std::string uri = server.CreateDatabase();
+  MasterProcess m("brine.database: '" + uri + "'\n");
+  m.Start();
+  int sent = 0;
+  auto push = [&](int n) {
+    std::vector<std::string> frames;
+    for (int i = 0; i < n; ++i, ++sent) {
+      frames.push_back(brine::wire::EncodeFrame("test/outage/" + std::to_string(sent),
+                                                Value::Map({{"n", sent}}), brine::wire::Framing::kNew));
+    }
+    PushFrames(m.pull_endpoint(), frames);
+  };
+  auto archived = [&] {
+    try {
+      return std::stoi(server.Query(uri, "SELECT count(*) FROM salt_events WHERE tag LIKE 'test/outage/%'"));
+    } catch (const std::exception&) {
+      return -1;
+    }
+  };
+  push(500);
+  REQUIRE(WaitUntil([&] { return archived() == 500; }));
+  server.Kill();
+  push(500);  // arrives while the database is gone: the writer keeps the batch
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server.Start();
+  push(500);
+  const bool all = WaitUntil([&] { return archived() == sent; }, std::chrono::seconds(60));
+  INFO("archived " << archived() << " of " << sent << "; log:\n" << brine::test::ReadFile(m.log_file())
+                    << "\nstdout and stderr:\n" << brine::test::ReadFile(m.dir() / "master.out"));
+  REQUIRE(all);
+  REQUIRE(m.child()->Running());
+  REQUIRE(m.Stop() == 0);
+  // Every event exactly once.
+  REQUIRE(server.Query(uri, "SELECT count(DISTINCT tag) FROM salt_events WHERE tag LIKE 'test/outage/%'") ==
+          std::to_string(sent) + "\n");
+  const std::string log = brine::test::ReadFile(m.log_file());
+  REQUIRE(log.find("store writable again") != std::string::npos);
+}

@@ -46,23 +46,23 @@ class PostgresBackend final : public Backend {
       RethrowPgAsStoreError("opening the store", Op::kRead);
     }
     Guard("opening the store", options.access == OpenOptions::Access::kReadOnly ? Op::kRead : Op::kWrite, [&] {
-      db_->Exec("SET statement_timeout = 0");
-      db_->Exec("SET lock_timeout = " + Int(options.busy_timeout.count()));
+      Db().Exec("SET statement_timeout = 0");
+      Db().Exec("SET lock_timeout = " + Int(options.busy_timeout.count()));
       if (options.sync == OpenOptions::Sync::kNormal) {
         // Acknowledged still means committed; only a server crash may lose
         // the last commits (as SQLite's NORMAL loses them on a power cut).
-        db_->Exec("SET synchronous_commit = on");
+        Db().Exec("SET synchronous_commit = on");
       }
       if (options.access == OpenOptions::Access::kReadOnly) {
         const int version = SchemaVersionOf(*db_);
         const int latest = static_cast<int>(EmbeddedPostgresMigrations().size());
         if (version > latest) throw TooNewError(version, latest);
         if (version == 0) throw FatalError(db_->Where() + " is not a brine store (schema version 0)");
-        db_->Exec("SET default_transaction_read_only = on");
+        Db().Exec("SET default_transaction_read_only = on");
         return 0;
       }
       ApplyPostgresMigrations(*db_);
-      PgResult r = db_->Exec(
+      PgResult r = Db().Exec(
           "WITH i AS (INSERT INTO master (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id)"
           " SELECT id FROM i UNION ALL SELECT id FROM master WHERE name = $1",
           {P(options.master_id)});
@@ -75,14 +75,22 @@ class PostgresBackend final : public Backend {
 
   // --- transactions -----------------------------------------------------------
 
-  void Begin() override { db_->Exec("BEGIN"); }
+  // BEGIN goes with the first statement of the batch: a server lost
+  // between batches then fails a write (the caller replays the batch), not
+  // the opening of one.
+  void Begin() override { begin_pending_ = true; }
 
   void Commit() override {
     FlushEvents();
+    if (begin_pending_) {
+      begin_pending_ = false;  // nothing was written
+      return;
+    }
     db_->Exec("COMMIT");
   }
 
   void Rollback() noexcept override {
+    begin_pending_ = false;
     pending_events_.clear();
     minions_.clear();
     try {
@@ -100,7 +108,7 @@ class PostgresBackend final : public Backend {
   JobState GetOrCreateJob(const std::string& jid, Micros seen) override {
     // The no-op update makes RETURNING give the row whether it was new or not.
     const std::string t = TimeText(seen);
-    PgResult r = db_->Exec(
+    PgResult r = Db().Exec(
         "INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2))"
         " ON CONFLICT (jid) DO UPDATE SET jid = excluded.jid"
         " RETURNING id, load_kind, nocache, metadata IS NOT NULL, stub_minions",
@@ -114,12 +122,12 @@ class PostgresBackend final : public Backend {
     return s;
   }
 
-  void SetNocache(std::int64_t job) override { db_->Exec("UPDATE job SET nocache = true WHERE id = " + Int(job)); }
+  void SetNocache(std::int64_t job) override { Db().Exec("UPDATE job SET nocache = true WHERE id = " + Int(job)); }
 
   void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
                const std::optional<std::string>& metadata_json) override {
     const std::string k = Int(static_cast<int>(kind));
-    db_->Exec("UPDATE job SET load = $1, fun = $2, load_kind = " + k +
+    Db().Exec("UPDATE job SET load = $1, fun = $2, load_kind = " + k +
                   ", metadata = coalesce(metadata, $3) WHERE id = " + Int(job) + " AND (load_kind <> 3 OR " + k +
                   " = 3)",
               {P(load_json), fun ? P(*fun) : PgParam::Null(),
@@ -128,7 +136,7 @@ class PostgresBackend final : public Backend {
 
   void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
                    std::string_view minion) override {
-    db_->Exec("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = " + Int(job) +
+    Db().Exec("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = " + Int(job) +
                   " AND load_kind = 0",
               {P(load_json), fun ? P(*fun) : PgParam::Null()});
     const std::string m(minion);
@@ -136,8 +144,8 @@ class PostgresBackend final : public Backend {
   }
 
   void DropStubMinions(std::int64_t job) override {
-    db_->Exec("DELETE FROM job_minion WHERE job_id = " + Int(job));
-    db_->Exec("UPDATE job SET stub_minions = false WHERE id = " + Int(job));
+    Db().Exec("DELETE FROM job_minion WHERE job_id = " + Int(job));
+    Db().Exec("UPDATE job SET stub_minions = false WHERE id = " + Int(job));
   }
 
   void AddExpected(std::int64_t job, std::span<const std::string> minions) override {
@@ -149,14 +157,14 @@ class PostgresBackend final : public Backend {
       if (!values.empty()) values += ',';
       values += "(" + Int(job) + "," + Int(id) + ")";
     }
-    db_->Exec("INSERT INTO job_minion (job_id, minion_id) VALUES " + values + " ON CONFLICT DO NOTHING");
+    Db().Exec("INSERT INTO job_minion (job_id, minion_id) VALUES " + values + " ON CONFLICT DO NOTHING");
   }
 
   std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
     const std::int64_t minion = MinionId(row.minion);
     const std::string t = TimeText(row.received);
     const std::string rc = row.retcode ? Int(*row.retcode) : "";
-    PgResult r = db_->Exec(
+    PgResult r = Db().Exec(
         "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret)"
         " VALUES (" + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4)"
         " ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING id",
@@ -166,7 +174,7 @@ class PostgresBackend final : public Backend {
   }
 
   std::pair<ReturnId, std::string> StoredReturn(std::int64_t job, std::string_view minion) override {
-    PgResult r = db_->Exec("SELECT id, full_ret FROM ret WHERE job_id = " + Int(job) +
+    PgResult r = Db().Exec("SELECT id, full_ret FROM ret WHERE job_id = " + Int(job) +
                            " AND minion_id = " + Int(MinionId(minion)));
     return {r.integer(0, 0), std::string(r.text(0, 1))};
   }
@@ -174,16 +182,16 @@ class PostgresBackend final : public Backend {
   void ReplaceReturn(ReturnId id, const ReturnRow& row) override {
     DetachEvents("ret_id = " + Int(id));
     const std::string rc = row.retcode ? Int(*row.retcode) : "";
-    db_->Exec("UPDATE ret SET full_ret = $1, success = $2, retcode = $3 WHERE id = " + Int(id),
+    Db().Exec("UPDATE ret SET full_ret = $1, success = $2, retcode = $3 WHERE id = " + Int(id),
               {P(*row.full_ret), Bool(row.success), row.retcode ? P(rc) : PgParam::Null()});
   }
 
   void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) override {
-    db_->Exec("UPDATE job SET metadata = $1 WHERE id = " + Int(job) + " AND metadata IS NULL", {P(metadata_json)});
+    Db().Exec("UPDATE job SET metadata = $1 WHERE id = " + Int(job) + " AND metadata IS NULL", {P(metadata_json)});
   }
 
   std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) override {
-    PgResult r = db_->Exec("SELECT r.job_id, m.name FROM ret AS r JOIN minion AS m ON m.id = r.minion_id WHERE r.id = " +
+    PgResult r = Db().Exec("SELECT r.job_id, m.name FROM ret AS r JOIN minion AS m ON m.id = r.minion_id WHERE r.id = " +
                            Int(id));
     if (r.rows() == 0) return std::nullopt;
     return std::pair<std::int64_t, std::string>{r.integer(0, 0), std::string(r.text(0, 1))};
@@ -196,12 +204,12 @@ class PostgresBackend final : public Backend {
 
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
     const std::string t = TimeText(received);
-    db_->Exec("INSERT INTO quarantine (received, reason, raw) VALUES (to_timestamp($1), $2, $3)",
+    Db().Exec("INSERT INTO quarantine (received, reason, raw) VALUES (to_timestamp($1), $2, $3)",
               {P(t), P(reason), PgParam{raw, true}});
   }
 
   void SetEndtime(std::int64_t job, const std::string& endtime) override {
-    db_->Exec("UPDATE job SET endtime = $1 WHERE id = " + Int(job), {P(endtime)});
+    Db().Exec("UPDATE job SET endtime = $1 WHERE id = " + Int(job), {P(endtime)});
   }
 
   CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
@@ -222,17 +230,17 @@ class PostgresBackend final : public Backend {
       // Jids are UTC times, so their text order is time order; jids that are
       // not times age by when brine first saw them.
       const std::string seen = TimeText(*jobs_before);
-      PgResult pick = db_->Exec(
+      PgResult pick = Db().Exec(
           "(SELECT id FROM job WHERE jid < $1 AND jid ~ '^[0-9]')"
           " UNION ALL (SELECT id FROM job WHERE jid !~ '^[0-9]' AND seen < to_timestamp($2)) LIMIT $3",
           {P(FormatJid(*jobs_before)), P(seen), P(Int(budget))});
       for (int i = 0; i < pick.rows() && budget > 0; ++i) {
         const std::string id = Int(pick.integer(i, 0));
         DetachEvents("job_id = " + id + " AND ret_id IS NOT NULL");
-        db_->Exec("UPDATE event SET job_id = NULL WHERE job_id = " + id);
-        const std::int64_t n = db_->Exec("DELETE FROM ret WHERE job_id = " + id).affected();
-        db_->Exec("DELETE FROM job_minion WHERE job_id = " + id);
-        db_->Exec("DELETE FROM job WHERE id = " + id);
+        Db().Exec("UPDATE event SET job_id = NULL WHERE job_id = " + id);
+        const std::int64_t n = Db().Exec("DELETE FROM ret WHERE job_id = " + id).affected();
+        Db().Exec("DELETE FROM job_minion WHERE job_id = " + id);
+        Db().Exec("DELETE FROM job WHERE id = " + id);
         result.returns += n;
         result.jobs += 1;
         budget -= n + 1;
@@ -256,7 +264,7 @@ class PostgresBackend final : public Backend {
       params.push_back(P(name));
       params.push_back(P(numbers.back()));
     }
-    db_->Exec("INSERT INTO master_counter (master_id, name, value) VALUES " + values +
+    Db().Exec("INSERT INTO master_counter (master_id, name, value) VALUES " + values +
                   " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value",
               params);
   }
@@ -266,7 +274,7 @@ class PostgresBackend final : public Backend {
   Store::SpaceInfo Space() override {
     return Guard("space", Op::kRead, [&] {
       // Pages in the sense of Store: the database's size in 8 KiB blocks.
-      PgResult r = db_->Exec("SELECT pg_database_size(current_database()), current_setting('block_size')::bigint");
+      PgResult r = Db().Exec("SELECT pg_database_size(current_database()), current_setting('block_size')::bigint");
       Store::SpaceInfo info;
       info.page_size = r.integer(0, 1);
       info.page_count = r.integer(0, 0) / info.page_size;
@@ -282,7 +290,7 @@ class PostgresBackend final : public Backend {
 
   std::optional<Micros> OldestEvent() override {
     return Guard("oldest_event", Op::kRead, [&]() -> std::optional<Micros> {
-      PgResult r = db_->Exec("SELECT (extract(epoch FROM min(received)) * 1000000)::bigint FROM event");
+      PgResult r = Db().Exec("SELECT (extract(epoch FROM min(received)) * 1000000)::bigint FROM event");
       if (r.null(0, 0)) return std::nullopt;
       return FromUnixMicros(r.integer(0, 0));
     });
@@ -290,7 +298,7 @@ class PostgresBackend final : public Backend {
 
   Value GetCounters() override {
     return Guard("get_counters", Op::kRead, [&] {
-      PgResult r = db_->Exec("SELECT master_id, name, value FROM brine_counters ORDER BY master_id, name");
+      PgResult r = Db().Exec("SELECT master_id, name, value FROM brine_counters ORDER BY master_id, name");
       Value out = Value::EmptyMap();
       for (int i = 0; i < r.rows(); ++i) {
         const std::string master(r.text(i, 0));
@@ -307,10 +315,10 @@ class PostgresBackend final : public Backend {
 
   Value GetLoad(const std::string& jid) override {
     return Guard("get_load", Op::kRead, [&] {
-      PgResult r = db_->Exec("SELECT id, load FROM job WHERE jid = $1", {P(jid)});
+      PgResult r = Db().Exec("SELECT id, load FROM job WHERE jid = $1", {P(jid)});
       if (r.rows() == 0 || r.null(0, 1)) return Value::EmptyMap();
       Value load = ParseJson(r.text(0, 1));
-      PgResult m = db_->Exec(
+      PgResult m = Db().Exec(
           "SELECT m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
           " WHERE jm.job_id = " + Int(r.integer(0, 0)) + " ORDER BY m.name");
       ValueList minions;
@@ -384,7 +392,7 @@ class PostgresBackend final : public Backend {
       if (filter.limit && in_sql_only) sql += " LIMIT " + std::to_string(*filter.limit);
       std::vector<PgParam> params;
       for (const std::string& b : binds) params.push_back(P(b));
-      db_->StartRows(sql, params);
+      Db().StartRows(sql, params);
       bool stop = false;
       while (std::optional<PgResult> row = db_->NextRow()) {
         if (stop) continue;  // drain the rest
@@ -424,7 +432,7 @@ class PostgresBackend final : public Backend {
 
   Value GetFun(const std::string& fun) override {
     return Guard("get_fun", Op::kRead, [&] {
-      PgResult r = db_->Exec(
+      PgResult r = Db().Exec(
           "SELECT m.name, r.full_ret FROM"
           " (SELECT r.minion_id AS mid, max(j.jid) AS jid FROM job AS j"
           "  JOIN ret AS r ON r.job_id = j.id WHERE j.fun = $1 GROUP BY r.minion_id) AS x"
@@ -440,7 +448,7 @@ class PostgresBackend final : public Backend {
 
   std::vector<std::string> GetMinions() override {
     return Guard("get_minions", Op::kRead, [&] {
-      PgResult r = db_->Exec(
+      PgResult r = Db().Exec(
           "SELECT name FROM minion AS m WHERE EXISTS (SELECT 1 FROM ret WHERE minion_id = m.id) ORDER BY name");
       std::vector<std::string> out;
       for (int i = 0; i < r.rows(); ++i) out.emplace_back(r.text(i, 0));
@@ -450,7 +458,7 @@ class PostgresBackend final : public Backend {
 
   std::optional<std::string> GetEndtime(const std::string& jid) override {
     return Guard("get_endtime", Op::kRead, [&]() -> std::optional<std::string> {
-      PgResult r = db_->Exec("SELECT endtime FROM job WHERE jid = $1", {P(jid)});
+      PgResult r = Db().Exec("SELECT endtime FROM job WHERE jid = $1", {P(jid)});
       if (r.rows() == 0 || r.null(0, 0)) return std::nullopt;
       return std::string(r.text(0, 0));
     });
@@ -461,6 +469,15 @@ class PostgresBackend final : public Backend {
   }
 
  private:
+  // The connection, with the batch's BEGIN sent first when still pending.
+  PgConnection& Db() {
+    if (begin_pending_) {
+      begin_pending_ = false;
+      db_->Exec("BEGIN");
+    }
+    return *db_;
+  }
+
   template <class F>
   auto Guard(const char* what, Op op, F&& f) -> decltype(f()) {
     try {
@@ -519,7 +536,7 @@ class PostgresBackend final : public Backend {
 
   template <class F>
   void ForEachReturn(const std::string& jid, F&& f) {
-    PgResult r = db_->Exec(
+    PgResult r = Db().Exec(
         "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
         " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1 ORDER BY m.name",
         {P(jid)});
@@ -547,7 +564,7 @@ class PostgresBackend final : public Backend {
     }
     if (unknown.empty()) return ids;
     array += "]";
-    PgResult r = db_->Exec(
+    PgResult r = Db().Exec(
         "WITH n AS (SELECT DISTINCT value AS name FROM json_array_elements_text($1::json)),"
         " i AS (INSERT INTO minion (name) SELECT name FROM n ORDER BY name ON CONFLICT (name) DO NOTHING"
         "  RETURNING id, name)"
@@ -562,7 +579,7 @@ class PostgresBackend final : public Backend {
   // payload (with their own _stamp) and tag, before the return changes or goes.
   void DetachEvents(const std::string& where) {
     FlushEvents();
-    PgResult r = db_->Exec(
+    PgResult r = Db().Exec(
         "SELECT e.id, r.full_ret, e.stamp, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name)"
         " FROM event AS e JOIN ret AS r ON r.id = e.ret_id JOIN job AS j ON j.id = r.job_id"
         " JOIN minion AS m ON m.id = r.minion_id WHERE e." + where);
@@ -573,15 +590,15 @@ class PostgresBackend final : public Backend {
         v.Set("_stamp", std::string(r.text(i, 2)));
         data = ToJson(v);
       }
-      db_->Exec("UPDATE event SET data = $1, tag = $2, ret_id = NULL, stamp = NULL WHERE id = " +
+      Db().Exec("UPDATE event SET data = $1, tag = $2, ret_id = NULL, stamp = NULL WHERE id = " +
                     Int(r.integer(i, 0)),
                 {P(data), P(r.text(i, 3))});
     }
   }
 
   std::int64_t DeleteOlder(const std::string& table, const std::string& cut, std::int64_t budget) {
-    return db_
-        ->Exec("DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table +
+    return Db()
+        .Exec("DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table +
                    " WHERE received < to_timestamp($1) ORDER BY id LIMIT $2)",
                {P(cut), P(Int(budget))})
         .affected();
@@ -614,7 +631,7 @@ class PostgresBackend final : public Backend {
         sql += "(to_timestamp($" + Int(b + 1) + ")," + master + ",$" + Int(b + 2) + "::bigint,$" + Int(b + 3) +
                ",$" + Int(b + 4) + ",$" + Int(b + 5) + "::bigint,$" + Int(b + 6) + ")";
       }
-      db_->Exec(sql, params);
+      Db().Exec(sql, params);
       done += n;
     }
     pending_events_.clear();
@@ -622,6 +639,7 @@ class PostgresBackend final : public Backend {
 
   std::unique_ptr<PgConnection> db_;
   std::int64_t master_row_ = 0;
+  bool begin_pending_ = false;
   std::vector<EventRow> pending_events_;  // sent at commit
   std::unordered_map<std::string, std::int64_t> minions_;  // dropped on rollback
 };
