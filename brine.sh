@@ -155,6 +155,8 @@ bench() {
     ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30
   run_bench "bigret_bench: jobs.lookup_jid of a 50 MB string and of a 50 MB dict" ./build/bin/bigret_bench
   run_bench "queue_bench: queue insert and pop rates" ./build/bin/queue_bench
+  run_bench "pg_bench: PostgreSQL on this machine, 1 and 2 masters beside a pgjsonb-style baseline, list_jobs and lookup_jid" \
+    ./build/bin/pg_bench --jobs 100000 --baseline-events 50000 --lookup-returns 10000
   log "JSON lines (also in build/bench.log)"
   grep '^{' "$out"
   log "issue 7's figures beside their targets"

@@ -111,7 +111,7 @@ PostgresServer& PostgresServer::Shared() {
   return server;
 }
 
-PostgresServer::PostgresServer() {
+PostgresServer::PostgresServer(Durability durability) {
   if (auto why = Unavailable()) throw std::runtime_error(*why);
   uid_ = getuid();
   gid_ = getgid();
@@ -141,9 +141,8 @@ PostgresServer::PostgresServer() {
        << "listen_addresses = ''\n"
        << "unix_socket_directories = '" << dir_.string() << "'\n"
        << "port = 5432\n"
-       << "fsync = off\n"
-       << "full_page_writes = off\n"
-       << "shared_buffers = 32MB\n"
+       << (durability == Durability::kRelaxed ? "fsync = off\nfull_page_writes = off\nshared_buffers = 32MB\n"
+                                              : "shared_buffers = 512MB\nmax_wal_size = 4GB\n")
        << "max_connections = 60\n"
        << "dynamic_shared_memory_type = posix\n"
        << "log_min_messages = warning\n";

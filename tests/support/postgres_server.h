@@ -7,8 +7,8 @@
 // The postmaster is a direct child of the test process with a parent-death
 // signal (SIGQUIT, PostgreSQL's immediate shutdown), so even a crashed test
 // leaves nothing running; the destructor stops it (fast shutdown) and removes
-// the dir. Durability settings are relaxed (fsync off): the tests kill
-// processes, never the machine.
+// the dir. Tests relax durability (fsync off): they kill processes, never the
+// machine. The benchmarks use the same server with PostgreSQL's defaults.
 #pragma once
 
 #include <sys/types.h>
@@ -33,8 +33,11 @@ class PostgresServer {
   // Throws std::runtime_error when it cannot start (call Unavailable first).
   [[nodiscard]] static PostgresServer& Shared();
 
+  // kRelaxed (tests): fsync off. kDurable (the benchmarks): PostgreSQL's
+  // defaults, every commit flushed, and shared_buffers big enough to matter.
+  enum class Durability { kRelaxed, kDurable };
   // initdb + start. Throws std::runtime_error (with the server's log) on failure.
-  PostgresServer();
+  explicit PostgresServer(Durability durability = Durability::kRelaxed);
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
