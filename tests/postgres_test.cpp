@@ -15,6 +15,7 @@
 #include "brine/store/queues.h"
 #include "brine/store/store.h"
 
+#include "support/golden.h"
 #include "support/postgres_server.h"
 
 using brine::test::PostgresServer;
@@ -217,4 +218,23 @@ TEST_CASE("postgres: eight poppers on two connections' worth of masters get each
   std::sort(got.begin(), got.end());
   REQUIRE(got.size() == static_cast<std::size_t>(kItems));
   for (int i = 0; i < kItems; ++i) REQUIRE(got[static_cast<std::size_t>(i)] == i);
+}
+
+TEST_CASE("postgres: the schema after all migrations matches the golden file", "[postgres][golden]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  { auto s = OpenStore(uri); }
+  const std::string schema =
+      server.Query(uri,
+                   "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, coalesce(c.collation_name, '')"
+                   " FROM information_schema.columns AS c WHERE c.table_schema = 'public'"
+                   " ORDER BY c.table_name, c.ordinal_position") +
+      server.Query(uri, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname") +
+      server.Query(uri,
+                   "SELECT viewname, definition FROM pg_views WHERE schemaname = 'public' ORDER BY viewname") +
+      server.Query(uri, "SELECT version FROM brine_schema");
+  const std::string diff = brine::test::CheckGolden("postgres_schema.txt", schema);
+  INFO(diff);
+  REQUIRE(diff.empty());
 }

@@ -106,13 +106,18 @@ class PostgresBackend final : public Backend {
   // --- job cache primitives ---------------------------------------------------
 
   JobState GetOrCreateJob(const std::string& jid, Micros seen) override {
-    // The no-op update makes RETURNING give the row whether it was new or not.
+    // No UPDATE of an existing row (that would write a new row version per
+    // job and batch). When another master inserts the jid at the same moment,
+    // this statement's snapshot cannot see its row: the plain SELECT after
+    // it, a statement of its own, can.
     const std::string t = TimeText(seen);
-    PgResult r = Db().Exec(
-        "INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2))"
-        " ON CONFLICT (jid) DO UPDATE SET jid = excluded.jid"
-        " RETURNING id, load_kind, nocache, metadata IS NOT NULL, stub_minions",
-        {P(jid), P(t)});
+    constexpr const char* kColumns = "id, load_kind, nocache, metadata IS NOT NULL, stub_minions";
+    PgResult r = Db().Exec(std::string("WITH i AS (INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2))"
+                                       " ON CONFLICT (jid) DO NOTHING RETURNING ") +
+                               kColumns + ") SELECT * FROM i UNION ALL SELECT " + kColumns +
+                               " FROM job WHERE jid = $1",
+                           {P(jid), P(t)});
+    if (r.rows() == 0) r = Db().Exec(std::string("SELECT ") + kColumns + " FROM job WHERE jid = $1", {P(jid)});
     JobState s;
     s.id = r.integer(0, 0);
     s.load_kind = static_cast<LoadKind>(r.integer(0, 1));
@@ -571,7 +576,15 @@ class PostgresBackend final : public Backend {
         " SELECT id, name FROM i UNION ALL SELECT m.id, m.name FROM minion AS m JOIN n ON n.name = m.name",
         {P(array)});
     for (int row = 0; row < r.rows(); ++row) minions_[std::string(r.text(row, 1))] = r.integer(row, 0);
-    for (std::size_t i : unknown) ids[i] = minions_.at(names[i]);
+    for (std::size_t i : unknown) {
+      if (auto it = minions_.find(names[i]); it != minions_.end()) {
+        ids[i] = it->second;
+        continue;
+      }
+      // Inserted by another master at the same moment: visible to a new statement.
+      PgResult again = Db().Exec("SELECT id FROM minion WHERE name = $1", {P(names[i])});
+      ids[i] = minions_[names[i]] = again.integer(0, 0);
+    }
     return ids;
   }
 

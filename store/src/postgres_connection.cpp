@@ -15,6 +15,15 @@ PgResult::~PgResult() {
   if (r_ != nullptr) PQclear(r_);
 }
 
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+  if (this != &o) {
+    if (r_ != nullptr) PQclear(r_);
+    r_ = o.r_;
+    o.r_ = nullptr;
+  }
+  return *this;
+}
+
 int PgResult::rows() const { return PQntuples(r_); }
 
 bool PgResult::null(int row, int field) const { return PQgetisnull(r_, row, field) != 0; }

@@ -43,7 +43,7 @@ class PgResult {
  public:
   explicit PgResult(pg_result* r) : r_(r) {}
   PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
-  PgResult& operator=(PgResult&&) = delete;
+  PgResult& operator=(PgResult&& o) noexcept;
   PgResult(const PgResult&) = delete;
   ~PgResult();
   [[nodiscard]] int rows() const;
