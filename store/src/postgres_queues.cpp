@@ -24,7 +24,7 @@ using detail::PgParam;
 using detail::PgResult;
 using detail::RethrowPgAsStoreError;
 
-class PostgresQueues final : public Queues {
+class PostgresQueues final : public detail::TransactionalQueues {
  public:
   PostgresQueues(const std::string& uri, const OpenOptions& options) {
     if (options.access != OpenOptions::Access::kReadWrite) {
@@ -39,9 +39,7 @@ class PostgresQueues final : public Queues {
     }
   }
 
-  ~PostgresQueues() override {
-    if (pop_open_) RollbackPopImpl();
-  }
+  ~PostgresQueues() override { CloseOpenPop(); }
 
   InsertOutcome Insert(const std::string& queue, std::span<const Value> items) override {
     CheckName(queue);
@@ -115,89 +113,34 @@ class PostgresQueues final : public Queues {
   }
 
  protected:
-  std::vector<Value> BeginPopImpl(const std::string& queue, std::int64_t quantity) override {
-    CheckName(queue);
-    CheckIdle("pop");
-    CheckWritable("pop");
-    std::vector<Value> items;
-    try {
-      db_->Exec("BEGIN");
-      const std::string id = std::to_string(EnsureQueue(queue));
-      if (quantity != 0) {
-        const std::string limit = quantity < 0 ? "" : " LIMIT " + std::to_string(quantity);
-        PgResult r = db_->Exec(
-            "WITH head AS (SELECT id FROM queue_item WHERE queue_id = " + id + " ORDER BY id" + limit +
-            " FOR UPDATE SKIP LOCKED)"
-            " DELETE FROM queue_item AS q USING head WHERE q.id = head.id RETURNING q.id, q.item");
-        std::vector<std::pair<std::int64_t, std::string_view>> rows;
-        for (int i = 0; i < r.rows(); ++i) rows.emplace_back(r.integer(i, 0), r.text(i, 1));
-        std::sort(rows.begin(), rows.end());
-        for (const auto& [row_id, text] : rows) items.push_back(ParseJson(text));
-      }
-    } catch (...) {
-      RollbackOpen();
-      RethrowPgAsStoreError("queue pop", Op::kWrite);
-    }
-    pop_open_ = true;
-    return items;
-  }
+  void BeginTxn() override { db_->Exec("BEGIN"); }
+  void CommitTxn() override { db_->Exec("COMMIT"); }
 
-  void CommitPopImpl() override {
-    if (!pop_open_) return;
-    pop_open_ = false;
-    try {
-      db_->Exec("COMMIT");
-    } catch (...) {
-      RollbackOpen();
-      failed_ = true;
-      RethrowPgAsStoreError("queue pop commit", Op::kWrite);
-    }
-  }
-
-  void RollbackPopImpl() noexcept override {
-    if (!pop_open_) return;
-    pop_open_ = false;
-    RollbackOpen();
-  }
-
- private:
-  void CheckWritable(const char* what) const {
-    if (failed_) throw StoreError(std::string("cannot ") + what + ": an earlier commit failed; reopen the queues");
-  }
-
-  void CheckIdle(const char* what) const {
-    if (pop_open_) throw StoreError(std::string("cannot ") + what + ": a pop is open on this connection");
-  }
-
-  void RollbackOpen() noexcept {
+  void RollbackTxn() noexcept override {
     try {
       if (db_->in_transaction()) db_->Exec("ROLLBACK");
     } catch (...) {
     }
   }
 
-  // Runs `f` in a transaction of its own and commits; any failure rolls
-  // back, and a failed COMMIT leaves the Queues refusing writes.
-  template <class F>
-  void Write(const char* what, F&& f) {
-    CheckIdle(what);
-    CheckWritable(what);
-    try {
-      db_->Exec("BEGIN");
-      f();
-    } catch (...) {
-      RollbackOpen();
-      RethrowPgAsStoreError(what, Op::kWrite);
-    }
-    try {
-      db_->Exec("COMMIT");
-    } catch (...) {
-      RollbackOpen();
-      failed_ = true;
-      RethrowPgAsStoreError(what, Op::kWrite);
-    }
+  [[noreturn]] void Rethrow(std::string_view context, Op op) override { RethrowPgAsStoreError(context, op); }
+
+  std::vector<Value> PopHead(const std::string& queue, std::int64_t quantity) override {
+    std::vector<Value> items;
+    const std::string id = std::to_string(EnsureQueue(queue));
+    if (quantity == 0) return items;
+    const std::string limit = quantity < 0 ? "" : " LIMIT " + std::to_string(quantity);
+    PgResult r = db_->Exec("WITH head AS (SELECT id FROM queue_item WHERE queue_id = " + id + " ORDER BY id" + limit +
+                           " FOR UPDATE SKIP LOCKED)"
+                           " DELETE FROM queue_item AS q USING head WHERE q.id = head.id RETURNING q.id, q.item");
+    std::vector<std::pair<std::int64_t, std::string_view>> rows;
+    for (int i = 0; i < r.rows(); ++i) rows.emplace_back(r.integer(i, 0), r.text(i, 1));
+    std::sort(rows.begin(), rows.end());
+    for (const auto& [row_id, text] : rows) items.push_back(ParseJson(text));
+    return items;
   }
 
+ private:
   // The id of `queue`, recording the name when new (another master may
   // record it at the same moment: ON CONFLICT).
   std::int64_t EnsureQueue(const std::string& queue) {
@@ -209,8 +152,6 @@ class PostgresQueues final : public Queues {
   }
 
   std::unique_ptr<PgConnection> db_;
-  bool pop_open_ = false;
-  bool failed_ = false;
 };
 
 }  // namespace

@@ -29,7 +29,7 @@ using detail::ItemTexts;
 using detail::Op;
 using detail::RethrowAsStoreError;
 
-class SqliteQueues final : public Queues {
+class SqliteQueues final : public detail::TransactionalQueues {
  public:
   SqliteQueues(const std::filesystem::path& path, const OpenOptions& options) {
     if (options.access != OpenOptions::Access::kReadWrite) {
@@ -38,9 +38,7 @@ class SqliteQueues final : public Queues {
     db_ = detail::OpenConnection(path, options);
   }
 
-  ~SqliteQueues() override {
-    if (pop_open_) RollbackPopImpl();
-  }
+  ~SqliteQueues() override { CloseOpenPop(); }
 
   InsertOutcome Insert(const std::string& queue, std::span<const Value> items) override {
     CheckName(queue);
@@ -124,53 +122,43 @@ class SqliteQueues final : public Queues {
   }
 
  protected:
-  std::vector<Value> BeginPopImpl(const std::string& queue, std::int64_t quantity) override {
-    CheckName(queue);
-    CheckWritable("pop");
-    if (pop_open_) throw StoreError("cannot pop: a pop is already open on this connection");
+  void BeginTxn() override { db_->exec("BEGIN IMMEDIATE"); }
+
+  void CommitTxn() override {
+    ResetStatements();
+    db_->exec("COMMIT");
+  }
+
+  // Rolls back whatever transaction is open (SQLite may already have done so).
+  void RollbackTxn() noexcept override {
+    ResetStatements();
+    try {
+      if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+
+  [[noreturn]] void Rethrow(std::string_view context, Op op) override { RethrowAsStoreError(context, op); }
+
+  std::vector<Value> PopHead(const std::string& queue, std::int64_t quantity) override {
     Selected selected;
-    try {
-      db_->exec("BEGIN IMMEDIATE");
-      const std::int64_t queue_id = EnsureQueue(queue);
-      if (quantity != 0) selected = SelectItems(queue_id, quantity);
-      if (!selected.items.empty()) {
-        // The selected rows are the queue's oldest, and the write lock keeps
-        // anyone from adding older ones, so "id <= last" is exactly them.
-        auto& del = Stmt("DELETE FROM queue_item WHERE queue_id = ? AND id <= ?");
-        del.bind(1, queue_id);
-        del.bind(2, selected.last_id);
-        const int removed = del.exec();
-        del.reset();
-        if (removed != static_cast<int>(selected.items.size())) {
-          throw StoreError("pop removed " + std::to_string(removed) + " rows for " +
-                           std::to_string(selected.items.size()) + " items");
-        }
+    const std::int64_t queue_id = EnsureQueue(queue);
+    if (quantity != 0) selected = SelectItems(queue_id, quantity);
+    if (!selected.items.empty()) {
+      // The selected rows are the queue's oldest, and the write lock keeps
+      // anyone from adding older ones, so "id <= last" is exactly them.
+      auto& del = Stmt("DELETE FROM queue_item WHERE queue_id = ? AND id <= ?");
+      del.bind(1, queue_id);
+      del.bind(2, selected.last_id);
+      const int removed = del.exec();
+      del.reset();
+      if (removed != static_cast<int>(selected.items.size())) {
+        throw StoreError("pop removed " + std::to_string(removed) + " rows for " +
+                         std::to_string(selected.items.size()) + " items");
       }
-      ResetStatements();
-    } catch (...) {
-      RollbackOpen();
-      RethrowAsStoreError("queue pop", Op::kWrite);
     }
-    pop_open_ = true;
+    ResetStatements();
     return std::move(selected.items);
-  }
-
-  void CommitPopImpl() override {
-    if (!pop_open_) return;
-    pop_open_ = false;
-    try {
-      db_->exec("COMMIT");
-    } catch (...) {
-      RollbackOpen();
-      failed_ = true;
-      RethrowAsStoreError("queue pop commit", Op::kWrite);
-    }
-  }
-
-  void RollbackPopImpl() noexcept override {
-    if (!pop_open_) return;
-    pop_open_ = false;
-    RollbackOpen();
   }
 
  private:
@@ -183,25 +171,6 @@ class SqliteQueues final : public Queues {
 
   void ResetStatements() noexcept { statements_.ResetAll(); }
 
-  void CheckWritable(const char* what) const {
-    if (failed_) {
-      throw StoreError(std::string("cannot ") + what + ": an earlier commit failed; reopen the queues");
-    }
-  }
-
-  void CheckIdle(const char* what) const {
-    if (pop_open_) throw StoreError(std::string("cannot ") + what + ": a pop is open on this connection");
-  }
-
-  // Rolls back whatever transaction is open (SQLite may already have done so).
-  void RollbackOpen() noexcept {
-    ResetStatements();
-    try {
-      if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
-    } catch (...) {
-    }
-  }
-
   template <class F>
   auto Read(const char* what, F&& f) -> decltype(f()) {
     CheckIdle(what);
@@ -212,29 +181,6 @@ class SqliteQueues final : public Queues {
     } catch (...) {
       ResetStatements();
       RethrowAsStoreError(what, Op::kRead);
-    }
-  }
-
-  // Runs `f` in a BEGIN IMMEDIATE transaction of its own and commits. Any
-  // failure rolls back; a failed COMMIT also leaves the Queues refusing writes.
-  template <class F>
-  void Write(const char* what, F&& f) {
-    CheckIdle(what);
-    CheckWritable(what);
-    try {
-      db_->exec("BEGIN IMMEDIATE");
-      f();
-      ResetStatements();
-    } catch (...) {
-      RollbackOpen();
-      RethrowAsStoreError(what, Op::kWrite);
-    }
-    try {
-      db_->exec("COMMIT");
-    } catch (...) {
-      RollbackOpen();
-      failed_ = true;
-      RethrowAsStoreError(what, Op::kWrite);
     }
   }
 
@@ -276,8 +222,6 @@ class SqliteQueues final : public Queues {
 
   std::unique_ptr<SQLite::Database> db_;
   detail::StatementCache statements_;  // after db_: destroyed first
-  bool pop_open_ = false;
-  bool failed_ = false;
 };
 
 }  // namespace
