@@ -69,31 +69,8 @@ struct Master {
 };
 
 Master StartMaster(const Args& args, const fs::path& dir, const std::string& id, const std::string& uri) {
-  fs::create_directories(dir / "conf");
-  std::ofstream(dir / "conf" / "master") << "id: " << id << "\ncachedir: " << (dir / "cache").string()
-                                         << "\nbrine.sock_dir: " << (dir / "sock").string()
-                                         << "\nbrine.log_file: " << (dir / "brine-master.log").string()
-                                         << "\nbrine.database: '" << uri << "'"
-                                         << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n";
-  Master m;
-  m.dir = dir;
-  m.pid = fork();
-  if (m.pid == 0) {
-    const std::string exe = (args.bin / "brine-master").string();
-    const std::string conf = (dir / "conf").string();
-    execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
-    _exit(127);
-  }
-  while (!fs::exists(dir / "sock" / "master_event_pull.ipc")) {
-    int status = 0;
-    if (waitpid(m.pid, &status, WNOHANG) == m.pid) {
-      std::fprintf(stderr, "pg_bench: brine-master exited (see %s)\n", (dir / "brine-master.log").c_str());
-      std::exit(1);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  return m;
+  return Master{brine::bench::StartBenchMaster(args.bin / "brine-master", dir, id, "brine.database: '" + uri + "'\n"),
+                dir};
 }
 
 void StopMaster(const Master& m) {
