@@ -229,12 +229,59 @@ TEST_CASE("postgres: the schema after all migrations matches the golden file", "
       server.Query(uri,
                    "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, coalesce(c.collation_name, '')"
                    " FROM information_schema.columns AS c WHERE c.table_schema = 'public'"
+                   // The day partitions are named by today's date: the retention case pins them.
+                   " AND c.table_name !~ '^event_p[0-9]'"
                    " ORDER BY c.table_name, c.ordinal_position") +
-      server.Query(uri, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname") +
+      server.Query(uri, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
+                        " AND tablename !~ '^event_p[0-9]' ORDER BY indexname") +
       server.Query(uri,
                    "SELECT viewname, definition FROM pg_views WHERE schemaname = 'public' ORDER BY viewname") +
       server.Query(uri, "SELECT version FROM brine_schema");
   const std::string diff = brine::test::CheckGolden("postgres_schema.txt", schema);
   INFO(diff);
   REQUIRE(diff.empty());
+}
+
+TEST_CASE("postgres: retention drops whole days of archived events as partitions, the rest row by row",
+          "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  const brine::Micros t0 = brine::FromUnixMicros(1704110400000000);  // 2024-01-01 12:00:00 UTC
+  brine::FakeClock clock{t0};
+  auto s = OpenStore(uri, {.master_id = "m", .clock = &clock});
+  auto partitions = [&] {
+    return server.Query(uri,
+                        "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+                        " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
+  };
+  // Yesterday, today and tomorrow exist from the start.
+  REQUIRE(partitions() == "event_default\nevent_p20231231\nevent_p20240101\nevent_p20240102\n");
+  auto archive = [&](brine::Micros at, int n) {
+    std::vector<brine::store::Event> events;
+    for (int i = 0; i < n; ++i) {
+      events.push_back({.tag = "salt/auth", .data = ParseJson(R"({"id":"m1"})"), .received = at});
+    }
+    s->EventReturn(events);
+  };
+  archive(t0, 5);                                // today's partition
+  archive(t0 - std::chrono::hours(24 * 30), 2);  // a month ago: event_default
+  // A day later (the clock moved), the next batch creates the day after tomorrow.
+  clock.Advance(std::chrono::hours(24));
+  archive(t0 + std::chrono::hours(24), 3);
+  REQUIRE(partitions() ==
+          "event_default\nevent_p20231231\nevent_p20240101\nevent_p20240102\nevent_p20240103\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM event_p20240101") == "5\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM event_default") == "2\n");
+
+  // Keep everything from 2024-01-02 00:00: 2023-12-31 and 2024-01-01 are dropped
+  // whole (5 events), the month-old events go row by row (2), within a budget of 1 row.
+  auto r = s->CleanOldJobs(std::nullopt, brine::FromUnixMicros(1704153600000000), 1);
+  REQUIRE(r.events == 6);
+  REQUIRE(r.more);
+  REQUIRE(partitions() == "event_default\nevent_p20240102\nevent_p20240103\n");
+  r = s->CleanOldJobs(std::nullopt, brine::FromUnixMicros(1704153600000000), 100);
+  REQUIRE(r.events == 1);
+  REQUIRE_FALSE(r.more);
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM salt_events") == "3\n");
 }

@@ -9,6 +9,8 @@
 --     them. The pgjsonb views below cast them to jsonb for Salt's tools.
 --   * Instants are timestamptz. Ids are bigint identities, so several
 --     brine-masters can write one database.
+--   * The event archive is partitioned by day (below), so retention drops
+--     whole days instead of deleting row by row.
 --   * Names and jids sort by byte value (COLLATE "C"), as SQLite's BINARY.
 -- The store applies each migration in one transaction under
 -- pg_advisory_xact_lock, so masters starting together migrate once.
@@ -55,16 +57,22 @@ CREATE TABLE ret (
 );
 CREATE INDEX ret_minion ON ret (minion_id, job_id);
 
+-- The archive is partitioned by arrival day (UTC): retention drops whole
+-- days. The store creates the partitions event_pYYYYMMDD for yesterday, today
+-- and tomorrow as the days pass; anything else lands in event_default, which
+-- retention empties row by row.
 CREATE TABLE event (
-  id        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- archive order
+  id        bigint GENERATED ALWAYS AS IDENTITY,  -- archive order
   received  timestamptz NOT NULL,              -- arrival time at its master
   master_id bigint NOT NULL,
   job_id    bigint,                            -- set for job events
   tag       text,                              -- NULL: 'salt/job/<jid>/ret/<minion>' of ret_id
   data      text,                              -- JSON; NULL: the payload is ret_id's full_ret
   ret_id    bigint,                            -- the return whose full_ret is this event's data
-  stamp     text                               -- this event's own _stamp where it differs
-);
+  stamp     text,                              -- this event's own _stamp where it differs
+  PRIMARY KEY (id, received)
+) PARTITION BY RANGE (received);
+CREATE TABLE event_default PARTITION OF event DEFAULT;
 CREATE INDEX event_received ON event (received);
 CREATE INDEX event_job ON event (job_id) WHERE job_id IS NOT NULL;
 CREATE INDEX event_ret ON event (ret_id) WHERE ret_id IS NOT NULL;
@@ -99,9 +107,10 @@ CREATE TABLE queue_item (
 CREATE INDEX queue_item_order ON queue_item (queue_id, id);
 
 -- JSON text as jsonb for the views; text that jsonb cannot hold (a \u0000,
--- say) shows as a jsonb string instead of failing the whole query.
+-- say) shows as a jsonb string instead of failing the whole query. PARALLEL
+-- UNSAFE: the exception block is a subtransaction, which parallel plans forbid.
 CREATE FUNCTION brine_jsonb(t text) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE AS $$
 BEGIN
   RETURN t::jsonb;
 EXCEPTION WHEN others THEN

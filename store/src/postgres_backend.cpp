@@ -5,6 +5,7 @@
 // numbered by the database. Events and quarantined frames of a batch are sent
 // at commit as one multi-row INSERT.
 #include <algorithm>
+#include <cstdio>
 #include <unordered_map>
 
 #include "backend.h"
@@ -35,11 +36,35 @@ std::string TimeText(Micros t) {
 
 std::string Int(std::int64_t v) { return std::to_string(v); }
 
+// Days since the Unix epoch (UTC) of `t`.
+std::int64_t DayOf(Micros t) { return date::floor<date::days>(t).time_since_epoch().count(); }
+
+// "YYYYMMDD" and "YYYY-MM-DD" of a day number.
+std::string DayText(std::int64_t day, bool dashes) {
+  const date::year_month_day ymd{date::sys_days{date::days{day}}};
+  char buf[16];
+  std::snprintf(buf, sizeof buf, dashes ? "%04d-%02u-%02u" : "%04d%02u%02u", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
+  return buf;
+}
+
+// The day of a partition named event_pYYYYMMDD, or nullopt.
+std::optional<std::int64_t> PartitionDay(std::string_view name) {
+  if (name.size() != 15 || name.substr(0, 7) != "event_p") return std::nullopt;
+  const int y = std::stoi(std::string(name.substr(7, 4)));
+  const unsigned m = static_cast<unsigned>(std::stoi(std::string(name.substr(11, 2))));
+  const unsigned d = static_cast<unsigned>(std::stoi(std::string(name.substr(13, 2))));
+  const date::year_month_day ymd{date::year{y}, date::month{m}, date::day{d}};
+  if (!ymd.ok()) return std::nullopt;
+  return date::sys_days{ymd}.time_since_epoch().count();
+}
+
 PgParam P(std::string_view v) { return PgParam{v}; }
 
 class PostgresBackend final : public Backend {
  public:
-  PostgresBackend(const std::string& uri, const OpenOptions& options) {
+  PostgresBackend(const std::string& uri, const OpenOptions& options)
+      : clock_(options.clock != nullptr ? options.clock : &system_clock_) {
     try {
       db_ = std::make_unique<PgConnection>(uri);
     } catch (...) {
@@ -62,6 +87,7 @@ class PostgresBackend final : public Backend {
         return 0;
       }
       ApplyPostgresMigrations(*db_);
+      EnsureEventPartitions();
       PgResult r = Db().Exec(
           "WITH i AS (INSERT INTO master (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id)"
           " SELECT id FROM i UNION ALL SELECT id FROM master WHERE name = $1",
@@ -224,8 +250,21 @@ class PostgresBackend final : public Backend {
     std::int64_t budget = max_rows;
     if (events_before) {
       const std::string cut = TimeText(*events_before);
-      result.events = DeleteOlder("event", cut, budget);
-      budget -= result.events;
+      // Whole days before the cut go at once, outside the row budget: a DROP
+      // costs the same for ten rows or ten million.
+      PgResult parts = Db().Exec(
+          "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+          " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
+      for (int i = 0; i < parts.rows(); ++i) {
+        const std::string name(parts.text(i, 0));
+        const auto day = PartitionDay(name);
+        if (!day || *day + 1 > DayOf(*events_before)) continue;
+        result.events += Db().Exec("SELECT count(*) FROM " + name).integer(0, 0);
+        Db().Exec("DROP TABLE " + name);
+      }
+      const std::int64_t deleted = DeleteOlder("event", cut, budget);
+      result.events += deleted;
+      budget -= deleted;
       if (budget > 0) {
         result.quarantined = DeleteOlder("quarantine", cut, budget);
         budget -= result.quarantined;
@@ -478,9 +517,29 @@ class PostgresBackend final : public Backend {
   PgConnection& Db() {
     if (begin_pending_) {
       begin_pending_ = false;
+      EnsureEventPartitions();  // DDL of its own, before the batch's transaction
       db_->Exec("BEGIN");
     }
     return *db_;
+  }
+
+  // Creates the archive's partitions for yesterday, today and tomorrow (UTC)
+  // once a day, each in a transaction of its own. A day whose events already
+  // went to event_default (the database was down at midnight, say) keeps them
+  // there; so does a partition another master creates at the same moment.
+  void EnsureEventPartitions() {
+    const std::int64_t today = DayOf(clock_->Now());
+    if (today == partitions_day_) return;
+    for (std::int64_t day = today - 1; day <= today + 1; ++day) {
+      try {
+        db_->Exec("CREATE TABLE IF NOT EXISTS event_p" + DayText(day, false) + " PARTITION OF event FOR VALUES FROM ('" +
+                  DayText(day, true) + " 00:00:00+00') TO ('" + DayText(day + 1, true) + " 00:00:00+00')");
+      } catch (const PgError& e) {
+        // 23514: event_default holds rows of that day; 23505/42P07: created concurrently.
+        if (e.sqlstate() != "23514" && e.sqlstate() != "23505" && e.sqlstate() != "42P07") throw;
+      }
+    }
+    partitions_day_ = today;
   }
 
   template <class F>
@@ -650,9 +709,12 @@ class PostgresBackend final : public Backend {
     pending_events_.clear();
   }
 
+  SystemClock system_clock_;
+  const Clock* clock_;  // the options' clock or system_clock_
   std::unique_ptr<PgConnection> db_;
   std::int64_t master_row_ = 0;
   bool begin_pending_ = false;
+  std::int64_t partitions_day_ = INT64_MIN;  // the day EnsureEventPartitions last ran for
   std::vector<EventRow> pending_events_;  // sent at commit
   std::unordered_map<std::string, std::int64_t> minions_;  // dropped on rollback
 };

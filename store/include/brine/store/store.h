@@ -222,7 +222,9 @@ class Store {
 
   // Deletes jobs whose jid time is before `jobs_before` (with their load,
   // expected minions and returns), and archived events and quarantined frames
-  // that arrived before `events_before`; at most `max_rows` rows in all.
+  // that arrived before `events_before`; at most `max_rows` rows in all
+  // (on PostgreSQL, whole days of archived events before `events_before` are
+  // dropped as partitions besides, outside that budget).
   virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before,
                                    std::optional<Micros> events_before, std::int64_t max_rows) = 0;
 
