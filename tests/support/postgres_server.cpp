@@ -53,6 +53,7 @@ pid_t Spawn(const std::vector<std::string>& argv, uid_t uid, gid_t gid, const fs
     }
     // After setuid: a change of credentials clears the parent-death signal.
     if (lifetime == Lifetime::kServer) {
+      setpgid(0, 0);  // the server's processes form a group, which Kill ends at once
       prctl(PR_SET_PDEATHSIG, SIGQUIT);
       if (getppid() != parent) _exit(125);
     }
@@ -233,7 +234,9 @@ void PostgresServer::WaitReady() {
 
 void PostgresServer::Kill() {
   if (pid_ <= 0) return;
-  kill(pid_, SIGKILL);
+  // The whole group, backends too: a backend left alone would finish the
+  // statement (even a COMMIT) it was given before it noticed its postmaster gone.
+  kill(-pid_, SIGKILL);
   WaitExit(pid_);
   pid_ = -1;
 }

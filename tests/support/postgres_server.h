@@ -50,7 +50,7 @@ class PostgresServer {
   // the rows, fields separated by "|" (as brine::test::Sql), one row a line. Throws on an SQL error.
   [[nodiscard]] std::string Query(const std::string& uri, const std::string& sql) const;
 
-  // SIGKILLs the postmaster (its backends exit when they notice) and waits for it.
+  // SIGKILLs the postmaster and every backend at once (a crash) and waits for it.
   void Kill();
   // Starts the server again on the same data dir (after Kill or Stop); waits
   // until it accepts connections.
