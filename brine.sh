@@ -19,7 +19,9 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 # Build tools, the libraries of CMakeLists.txt, and what the tests and the
 # demo run: sqlite3 (forensic queries), python3 with yaml/zmq/msgpack (the
 # outputter oracle and the Salt plug-in tests); clang and its runtime
-# (libclang-rt-dev holds libFuzzer) for the fuzz targets.
+# (libclang-rt-dev holds libFuzzer) for the fuzz targets; systemd for
+# `systemd-analyze verify` of the unit and logrotate to run the snippet, in
+# tests/operations_test.cpp.
 packages=(
   g++ cmake ninja-build pkg-config
   libsqlite3-dev sqlite3 libsqlitecpp-dev
@@ -30,6 +32,7 @@ packages=(
   python3 python3-yaml python3-zmq python3-msgpack
   clang libclang-rt-dev
   postgresql libpq-dev
+  systemd logrotate
 )
 
 log() { printf '==> %s\n' "$*"; }
@@ -151,12 +154,16 @@ bench() {
   run_bench "store_bench: the store API's write rate and bytes on disk" ./build/bin/store_bench
   run_bench "query_bench: brine-run on 1M jobs / 10M returns (store kept in $store)" \
     ./build/bin/query_bench --jobs 1000000 --store "$store"
+  run_bench "forensic_bench: the forensic questions in SQL on the query store, warm and cold, with their plans" \
+    ./build/bin/forensic_bench --store "$store"
   run_bench "ingest_bench: $events events at full speed beside a prepared-statement baseline, then on a copy of the query store, then latency at 10k events/s" \
     ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30
   run_bench "bigret_bench: jobs.lookup_jid of a 50 MB string and of a 50 MB dict" ./build/bin/bigret_bench
   run_bench "queue_bench: queue insert and pop rates" ./build/bin/queue_bench
   run_bench "pg_bench: PostgreSQL on this machine, 1 and 2 masters beside a pgjsonb-style baseline, list_jobs and lookup_jid" \
     ./build/bin/pg_bench --jobs 100000 --baseline-events 50000 --lookup-returns 10000
+  run_bench "ack_bench: the Salt plug-in's acknowledged returner() beside local_cache, and its latency" \
+    /usr/bin/python3 bench/ack_bench.py --bin-dir ./build/bin
   log "JSON lines (also in build/bench.log)"
   grep '^{' "$out"
   log "issue 7's figures beside their targets"

@@ -57,6 +57,21 @@ inline Sample RunOnce(const std::vector<std::string>& argv, const std::filesyste
   return {secs, ru.ru_maxrss, static_cast<std::size_t>(std::filesystem::file_size(out_file))};
 }
 
+// Asks the kernel to drop a store's pages (and its -wal and -shm) from the
+// page cache, for a cold run; false when the kernel refused.
+inline bool DropCache(const std::filesystem::path& db) {
+  bool ok = true;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string p = db.string() + suffix;
+    const int fd = open(p.c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    fdatasync(fd);
+    ok = ok && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+    close(fd);
+  }
+  return ok;
+}
+
 inline double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];

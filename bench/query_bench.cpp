@@ -52,6 +52,7 @@
 namespace {
 
 using brine::bench::Counter;
+using brine::bench::DropCache;
 using brine::bench::Median;
 using brine::bench::PeakRssKib;
 using brine::bench::RunOnce;
@@ -86,17 +87,27 @@ void PushJob(zmq::socket_t& push, const std::string& jid, const std::string& fun
     ++sent;
   };
   send(jid, Value::Map({{"minions", Value(tl)}, {"_stamp", stamp}}));
+  // A few users, one return in 40 failed (a state.apply's with a failed state in
+  // its highstate dict) and an auth event now and then, for forensic_bench.
+  static const char* const kUsers[] = {"root", "sudo_alice", "sudo_bob"};
   send("salt/job/" + jid + "/new",
        Value::Map({{"jid", jid}, {"tgt_type", targets.size() > 1 ? "list" : "glob"},
-                   {"tgt", targets.size() > 1 ? Value(tl) : Value(targets[0])}, {"user", "root"}, {"fun", fun},
+                   {"tgt", targets.size() > 1 ? Value(tl) : Value(targets[0])}, {"user", kUsers[rng() % 3]}, {"fun", fun},
                    {"arg", fun == "cmd.run" ? Value::List({"uptime"}) : Value::EmptyList()}, {"minions", Value(tl)},
                    {"missing", Value::EmptyList()}, {"_stamp", stamp}}));
   for (const auto& m : targets) {
+    const bool failed = rng() % 40 == 0;
     Value ret = fun == "cmd.run" ? Value(" 12:05:01 up 3 days, load " + std::to_string(rng() % 100)) : Value(true);
+    if (failed && fun == "state.apply") {
+      ret = Value::Map({{"pkg_|-vim_|-vim_|-installed",
+                         Value::Map({{"__id__", "vim"}, {"name", "vim"}, {"result", false}, {"comment", "no vim"}})}});
+    }
     send("salt/job/" + jid + "/ret/" + m,
          Value::Map({{"cmd", "_return"}, {"id", m}, {"fun", fun}, {"fun_args", Value::EmptyList()}, {"jid", jid},
-                     {"return", ret}, {"retcode", 0}, {"success", true}, {"_stamp", stamp}}));
+                     {"return", ret}, {"retcode", failed ? (fun == "state.apply" ? 2 : 1) : 0}, {"success", !failed},
+                     {"_stamp", stamp}}));
   }
+  if (rng() % 50 == 0) send("salt/auth", Value::Map({{"id", targets[0]}, {"act", "accept"}, {"_stamp", stamp}}));
 }
 
 struct Built {
@@ -200,20 +211,6 @@ Built BuildOrReuse(const Args& args) {
                                                          built.built_at.time_since_epoch().count())},
                                                      {"schema_version", brine::store::LatestSchemaVersion()}}));
   return built;
-}
-
-// Asks the kernel to drop the store's pages from the page cache.
-bool DropCache(const fs::path& db) {
-  bool ok = true;
-  for (const char* suffix : {"", "-wal", "-shm"}) {
-    const std::string p = db.string() + suffix;
-    const int fd = open(p.c_str(), O_RDONLY);
-    if (fd < 0) continue;
-    fdatasync(fd);
-    ok = ok && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
-    close(fd);
-  }
-  return ok;
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/master/frame_queue.h"
 #include "brine/master/spool.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
@@ -648,8 +649,11 @@ TEST_CASE("master: with ipc_mode tcp the bus is on 127.0.0.1 and events arrive",
   const int pull = brine::test::FreeTcpPort();
   int pub = brine::test::FreeTcpPort();
   while (pub == pull) pub = brine::test::FreeTcpPort();
+  int cache = brine::test::FreeTcpPort();
+  while (cache == pull || cache == pub) cache = brine::test::FreeTcpPort();
   MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
-                  "\nbrine.tcp_pub_port: " + std::to_string(pub));
+                  "\nbrine.tcp_pub_port: " + std::to_string(pub) +
+                  "\nbrine.tcp_cache_port: " + std::to_string(cache));
   m.set_tcp_ports(pull, pub);
   REQUIRE(m.pull_endpoint() == "tcp://127.0.0.1:" + std::to_string(pull));
   m.Start();
@@ -950,6 +954,32 @@ TEST_CASE("master: retention deletes what is old and nothing else", "[master][e2
   // The events of the deleted job keep their payload.
   REQUIRE(Sql(m.database(), "SELECT data FROM salt_events WHERE tag = 'salt/job/" + pushed_old +
                                 "/ret/m2'") == ToJson(old_ret) + "\n");
+  // Each run is one line at info with its counts; the first took half, not more.
+  const std::string log = brine::test::ReadFile(m.log_file());
+  CHECK(log.find("[INFO] retention removed 1 jobs, 1 returns, 1 events, 1 quarantined frames\n") != std::string::npos);
+  CHECK(log.find("[INFO] retention removed 1 jobs, 1 returns, 0 events, 0 quarantined frames\n") != std::string::npos);
+  CHECK(log.find("more than half") == std::string::npos);
+}
+
+TEST_CASE("master: a first retention run that deletes more than half the store is a warning", "[master][e2e]") {
+  MasterProcess m("keep_jobs_seconds: 3600");
+  const auto now = Now();
+  {
+    std::filesystem::create_directories(m.database().parent_path());
+    brine::store::OpenOptions opts;
+    opts.master_id = "test_master";
+    auto store = brine::store::OpenStore(m.database(), opts);
+    for (const auto& t : {now - std::chrono::hours(48), now - std::chrono::hours(47), now}) {
+      const std::string jid = JidAt(t);
+      store->SaveLoad(jid, PublishLoad(jid, "test.ping", {}, StampAt(t)), std::vector<std::string>{"m1"});
+    }
+  }
+  m.Start();
+  REQUIRE(WaitUntil([&] { return Sql(m.database(), "SELECT count(*) FROM job") == "1\n"; }));
+  REQUIRE(m.Stop() == 0);
+  CHECK(brine::test::ReadFile(m.log_file()).find("[WARNING] retention removed 2 jobs, 0 returns, 0 events, 0 "
+                                                 "quarantined frames: more than half of the 3 jobs and 0 events the "
+                                                 "store held at start") != std::string::npos);
 }
 
 TEST_CASE("master: a bad config value stops it at start with exit 2 naming the file and the key",
@@ -1220,4 +1250,141 @@ TEST_CASE("master: PostgreSQL killed mid-ingest and started again loses nothing,
           std::to_string(sent) + "\n");
   const std::string log = brine::test::ReadFile(m.log_file());
   REQUIRE(log.find("store writable again") != std::string::npos);
+}
+
+// --- the Salt plug-in's acknowledged socket (cache_socket.h) -------------------
+
+namespace {
+
+struct AckReply {
+  std::uint64_t id = 0;
+  int status = -1;
+  std::string reason;
+};
+
+std::string AckHeader(std::uint64_t id, std::int64_t sent_us) {
+  std::string h = "BRQ1";
+  for (int i = 7; i >= 0; --i) h.push_back(static_cast<char>((id >> (8 * i)) & 0xff));
+  for (int i = 7; i >= 0; --i) h.push_back(static_cast<char>((static_cast<std::uint64_t>(sent_us) >> (8 * i)) & 0xff));
+  return h;
+}
+
+std::int64_t NowUs() { return brine::ToUnixMicros(brine::SystemClock().Now()); }
+
+// One request as the plug-in sends it; the reply, or status -1 after 10 s.
+AckReply AckRequestReply(zmq::socket_t& dealer, const std::string& header, const std::vector<std::string>& frames) {
+  dealer.send(zmq::buffer(header), frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    dealer.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+  }
+  AckReply r;
+  zmq::pollitem_t items[] = {{dealer.handle(), 0, ZMQ_POLLIN, 0}};
+  if (zmq::poll(items, 1, std::chrono::seconds(10)) == 0) return r;
+  zmq::message_t msg;
+  (void)dealer.recv(msg);
+  const std::string head = msg.to_string();
+  REQUIRE(head.size() >= 13);
+  REQUIRE(head.substr(0, 4) == "BRA1");
+  for (int i = 0; i < 8; ++i) r.id = (r.id << 8) | static_cast<unsigned char>(head[4 + i]);
+  r.status = static_cast<unsigned char>(head[12]);
+  r.reason = head.substr(13);
+  return r;
+}
+
+std::string CacheFrame(const std::string& op, const Value& data) { return NewFrame("brine/cache/" + op, data); }
+
+}  // namespace
+
+TEST_CASE("master: an acknowledged request is answered only once its frames are committed", "[master][e2e]") {
+  MasterProcess m("brine.flush_interval_ms: 60000\n");  // group commit must not wait for it
+  m.Start();
+  zmq::context_t ctx;
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect("ipc://" + (m.sock_dir() / "brine_cache.ipc").string());
+  const std::string jid = "20261123120000000001";
+  const Value load = Value::Map({{"cmd", "publish"}, {"jid", jid}, {"fun", "test.ping"}, {"tgt", "*"},
+                                 {"arg", Value::EmptyList()}, {"tgt_type", "glob"}, {"user", "root"}});
+  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", jid}, {"fun", "test.ping"},
+                                {"return", true}, {"retcode", 0}, {"success", true}});
+  for (std::uint64_t id = 1; id <= 20; ++id) {
+    const std::string j = jid.substr(0, 14) + std::string(6 - std::to_string(id).size(), '0') + std::to_string(id);
+    Value l = load, r = ret;
+    l.Set("jid", j);
+    r.Set("jid", j);
+    const AckReply reply =
+        AckRequestReply(dealer, AckHeader(id, NowUs()),
+                        {CacheFrame("save_load", Value::Map({{"jid", j}, {"load", l}, {"minions", Value::List({"web1"})}})),
+                         CacheFrame("return", r), NewFrame("salt/job/" + j + "/ret/web1", r)});
+    REQUIRE(reply.status == 0);
+    REQUIRE(reply.id == id);
+    // Visible to another connection the moment the reply arrived.
+    REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns WHERE jid = '" + j + "'") == "1\n");
+    REQUIRE(Sql(m.database(), "SELECT json_extract(load, '$.cmd') FROM jids WHERE jid = '" + j + "'") == "publish\n");
+  }
+  REQUIRE(CounterInt(m, "acked") == 20);
+  REQUIRE(CounterInt(m, "acked_refused") == 0);
+  REQUIRE(CounterInt(m, "cache_writes") == 40);
+  REQUIRE(CounterInt(m, "stored") == 20);
+  REQUIRE(m.Stop() == 0);
+}
+
+TEST_CASE("master: a stale or malformed acknowledged request is answered not taken and never filed",
+          "[master][e2e]") {
+  MasterProcess m("brine.send_timeout_ms: 1000\n");
+  m.Start();
+  zmq::context_t ctx;
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect("ipc://" + (m.sock_dir() / "brine_cache.ipc").string());
+  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000009"},
+                                {"fun", "test.ping"}, {"return", true}});
+  // Sent 600 ms ago: past half of the 1,000 ms timeout, so its caller is about to spool it.
+  AckReply stale = AckRequestReply(dealer, AckHeader(7, NowUs() - 600000), {CacheFrame("return", ret)});
+  REQUIRE(stale.status == 1);
+  REQUIRE(stale.id == 7);
+  REQUIRE(stale.reason.find("brine.send_timeout_ms") != std::string::npos);
+  AckReply bad = AckRequestReply(dealer, AckHeader(8, NowUs()).substr(0, 12), {CacheFrame("return", ret)});
+  REQUIRE(bad.status == 1);
+  REQUIRE(bad.id == 8);
+  AckReply ping = AckRequestReply(dealer, AckHeader(9, NowUs()), {});
+  REQUIRE(ping.status == 0);
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "0\n");
+}
+
+TEST_CASE("master: acknowledged requests are popped ahead of bus frames, and the lane refuses past its budget",
+          "[master]") {
+  using brine::master::AckRequest;
+  using brine::master::Frame;
+  using brine::master::FrameQueue;
+  FrameQueue q(100);
+  REQUIRE(q.Push(Frame{.bytes = std::string(60, 'b')}));
+  REQUIRE(q.HasRoom());
+  REQUIRE_FALSE(q.Push(Frame{.bytes = std::string(60, 'c')}));  // taken, one frame over; no more room
+  REQUIRE_FALSE(q.HasRoom());
+  REQUIRE(q.depth_frames() == 2);
+  AckRequest first;
+  first.token = 1;
+  first.frames.push_back(Frame{.bytes = std::string(80, 'a')});
+  REQUIRE(q.PushAcked(std::move(first)));
+  AckRequest second;
+  second.token = 2;
+  second.frames.push_back(Frame{.bytes = std::string(30, 'a')});
+  REQUIRE_FALSE(q.PushAcked(std::move(second)));  // 80 + 30 > 100
+  std::vector<Frame> bus;
+  std::vector<AckRequest> acked;
+  REQUIRE(q.PopUpTo(10, std::chrono::steady_clock::now(), bus, acked) == 1);
+  REQUIRE(bus.empty());
+  REQUIRE(acked.size() == 1);
+  REQUIRE(acked[0].token == 1);
+  acked.clear();
+  REQUIRE(q.PopUpTo(10, std::chrono::steady_clock::now(), bus, acked) == 2);
+  REQUIRE(bus.size() == 2);
+  REQUIRE(q.HasRoom());
+  q.Close();
+  AckRequest late;
+  late.token = 3;
+  REQUIRE_FALSE(q.PushAcked(std::move(late)));
+  REQUIRE(q.ClosedAndEmpty());
 }

@@ -644,8 +644,11 @@ TEST_CASE("queue: process_queue reaches a master on tcp with ipc_mode tcp", "[qu
   const int pull = brine::test::FreeTcpPort();
   int pub = brine::test::FreeTcpPort();
   while (pub == pull) pub = brine::test::FreeTcpPort();
+  int cache = brine::test::FreeTcpPort();
+  while (cache == pull || cache == pub) cache = brine::test::FreeTcpPort();
   MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
-                  "\nbrine.tcp_pub_port: " + std::to_string(pub));
+                  "\nbrine.tcp_pub_port: " + std::to_string(pub) +
+                  "\nbrine.tcp_cache_port: " + std::to_string(cache));
   m.set_tcp_ports(pull, pub);
   m.Start();
   REQUIRE(JsonRun(m.conf_dir(), {"queue.insert", "tcpq", "over-tcp"}) == true);

@@ -322,7 +322,8 @@ TEST_CASE("runner: a start_time that is not a time exits 2 naming the value", "[
   Site s;
   BuildSpecJobs(s);
   for (const std::string& bad :
-       std::vector<std::string>{"yesterday", "2024-13-01", "2024-01-01T25:00:00", "2024, Foo 01 12:00:00"}) {
+       std::vector<std::string>{"yesterday", "2024-13-01", "2024-01-01T25:00:00", "2024, Foo 01 12:00:00",
+                                "Jan 2024", "Foo 2 2024", "Feb 30 2024", "13:00 PM Jan 1 2024", "2024/01"}) {
     INFO(bad);
     const CliResult r = s.Run({"jobs.list_jobs", "start_time=" + bad});
     CHECK(r.code == 2);
@@ -347,6 +348,84 @@ TEST_CASE("runner: an unknown option exits 2 with one line on stderr", "[runner]
     CHECK(Lines(r.err) == 1);
     CHECK(r.err.rfind("brine-run: ", 0) == 0);
   }
+}
+
+TEST_CASE("runner: salt-run's -t, --hard-crash and -l are accepted, and bad values exit 2 as optparse says",
+          "[runner]") {
+  Site s;
+  BuildSpecJobs(s);
+  const CliResult plain = s.Run({"jobs.exit_success", kUptime});
+  REQUIRE(plain.code == 0);
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"-t", "30"}, std::vector<std::string>{"--timeout=5"},
+        std::vector<std::string>{"--hard-crash"}, std::vector<std::string>{"-l", "warning"},
+        std::vector<std::string>{"--log-level=QUIET"}}) {
+    std::vector<std::string> args = {"jobs.exit_success", kUptime};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const CliResult r = s.Run(args);
+    INFO(extra[0]);
+    CHECK(r.code == 0);
+    CHECK(r.out == plain.out);
+    CHECK(r.err.empty());
+  }
+  const CliResult level = s.Run({"-l", "loud", "jobs.exit_success", kUptime});
+  CHECK(level.code == 2);
+  CHECK(level.err ==
+        "brine-run: option -l: invalid choice: 'loud' (choose from 'all', 'garbage', 'trace', 'debug', 'profile', "
+        "'info', 'warning', 'error', 'critical', 'quiet')\n");
+  const CliResult timeout = s.Run({"-t", "soon", "jobs.exit_success", kUptime});
+  CHECK(timeout.code == 2);
+  CHECK(timeout.err == "brine-run: option -t: invalid integer value: 'soon'\n");
+}
+
+TEST_CASE("runner: -l debug logs the config, the store, the query and the timing to stderr", "[runner]") {
+  Site s;
+  BuildSpecJobs(s);
+  const CliResult plain = s.Run({"jobs.list_jobs", "search_function=test.*"});
+  const CliResult r = s.Run({"-l", "debug", "jobs.list_jobs", "search_function=test.*"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == plain.out);
+  INFO(r.err);
+  CHECK(r.err.find("[DEBUG   ] config " + s.conf().string() + ": read " + (s.conf() / "master").string()) !=
+        std::string::npos);
+  CHECK(r.err.find("[DEBUG   ] opening the store " + s.db().string() + " read-only\n") != std::string::npos);
+  CHECK(r.err.find("[DEBUG   ] query: jids (oldest) to (newest), functions [\"test.*\"]") != std::string::npos);
+  CHECK(r.err.find("[DEBUG   ] jobs.list_jobs took ") != std::string::npos);
+  CHECK(r.err.find("[DEBUG   ] calling jobs.list_jobs(ext_source=null, outputter=null, search_metadata=null, "
+                   "search_function=\"test.*\"") != std::string::npos);
+}
+
+TEST_CASE("runner: --async prints the jid and salt-run's warning, not the result", "[runner]") {
+  Site s;
+  BuildSpecJobs(s);
+  const CliResult r = s.Run({"--async", "jobs.exit_success", kUptime});
+  CHECK(r.code == 0);
+  REQUIRE(r.out.size() == 21);
+  CHECK(brine::IsJid(r.out.substr(0, 20)));
+  CHECK(r.err == "[WARNING ] Running in asynchronous mode. Results of this execution may be collected by attaching to "
+                 "the master event bus or by examining the master job cache, if configured. This execution is "
+                 "running under tag salt/run/" +
+                     r.out.substr(0, 20) + "\n");
+  // A streamed listing prints nothing but the jid either.
+  const CliResult listing = s.Run({"jobs.list_jobs", "--async", "--out", "json"});
+  CHECK(listing.code == 0);
+  CHECK(listing.out.size() == 23);  // "2026...": the jid as a JSON string, and a newline
+}
+
+TEST_CASE("runner: --versions-report names brine, SQLite and ZeroMQ without a store", "[runner]") {
+  const CliResult r = Cli({"--versions-report"});
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("Brine Version:\n             brine: ", 0) == 0);
+  CHECK(r.out.find("\nDependency Versions:\n            SQLite: 3.") != std::string::npos);
+  CHECK(r.out.find("            ZeroMQ: 4.") != std::string::npos);
+  CHECK(r.out.find("\nSystem Versions:\n            system: Linux\n") != std::string::npos);
+}
+
+TEST_CASE("runner: -c naming a folder that does not exist exits 2 naming it", "[runner]") {
+  const CliResult r = Cli({"-c", "/nonexistent/brine-test", "jobs.list_jobs"});
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "brine-run: -c /nonexistent/brine-test: no such folder\n");
 }
 
 TEST_CASE("runner: a missing store exits 1 with one line on stderr", "[runner]") {
@@ -410,7 +489,8 @@ TEST_CASE("runner: --out=json and --out json agree, and options may follow the f
   CHECK((a.err + b.err + c.err + d.err).empty());
 }
 
-TEST_CASE("runner: --out-file appends and --out-indent -1 prints one line", "[runner]") {
+TEST_CASE("runner: --out-file empties the file first unless --out-file-append, and --out-indent -1 prints one line",
+          "[runner]") {
   Site s;
   BuildSpecJobs(s);
   const fs::path file = s.dir() / "out.txt";
@@ -419,10 +499,14 @@ TEST_CASE("runner: --out-file appends and --out-indent -1 prints one line", "[ru
                                  "--out-file", file.string()});
   CHECK(first.code == 0);
   CHECK(first.out.empty());
+  CHECK(Slurp(file) == "{\"web1\": true, \"web2\": false}\n");
   const CliResult second = s.Run({"jobs.exit_success", kUptime, "--out=json", "--out-indent=-1",
-                                  "--out-file=" + file.string()});
+                                  "--out-file=" + file.string(), "--out-file-append"});
   CHECK(second.code == 0);
-  CHECK(Slurp(file) == "before\n{\"web1\": true, \"web2\": false}\n{\"web1\": true, \"web2\": false}\n");
+  CHECK(Slurp(file) == "{\"web1\": true, \"web2\": false}\n{\"web1\": true, \"web2\": false}\n");
+  // A streamed listing is emptied first too.
+  CHECK(s.Run({"jobs.list_jobs", "--out=json", "--out-file", file.string()}).code == 0);
+  CHECK(ParseJson(Slurp(file)).as_map().size() == 2);
 
   const CliResult zero = s.Run({"jobs.exit_success", kUptime, "--out", "json", "--out-indent", "0"});
   CHECK(zero.out == "{\n\"web1\": true,\n\"web2\": false\n}\n");
@@ -625,6 +709,14 @@ TEST_CASE("runner: list_jobs start_time and end_time accept every documented for
       {{"end_time=2024, Jan 01 12:00:00.123456"}, {kJ1, kJ2}},
       {{"start_time=2024, Jan 01 12:00:00", "end_time=2024, Jan 01 14:00:00"}, {kJ2, kJ3, kJ4}},
       {{"start_time=2024-01-01T12:00:00", "search_function=test.*"}, {kJ2, kJ5}},
+      // what dateutil (Salt's reader) takes in practice
+      {{"start_time=Jan 2 2024"}, {kJ5}},
+      {{"start_time=2 Jan 2024"}, {kJ5}},
+      {{"start_time=2024/01/02"}, {kJ5}},
+      {{"start_time=01/02/2024"}, {kJ5}},
+      {{"start_time=January 1, 2024 12:00", "end_time=1 jan 2024 14:00:00"}, {kJ2, kJ3, kJ4}},
+      {{"start_time=Mon Jan 1 2024 1:00 PM UTC"}, {kJ4, kJ5}},
+      {{"end_time=01 Jan 2024 12:00:00.123456"}, {kJ1, kJ2}},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {"jobs.list_jobs"};
@@ -797,6 +889,8 @@ TEST_CASE("runner: unknown jids answer as spec 8.3, 8.4 and 8.7 say", "[runner]"
   const CliResult lookup = s.Run({"jobs.lookup_jid", kUnknown});
   CHECK(lookup.code == 0);
   CHECK(lookup.out.empty());  // {} prints nothing
+  // ... but says on stderr that there is no such job.
+  CHECK(lookup.err == "brine-run: no job with jid " + kUnknown + " in the store\n");
   CHECK(s.Run({"jobs.lookup_jid", kUnknown, "--out", "json"}).out == "{}\n");
   CHECK(s.Json({"jobs.print_job", kUnknown}) ==
         Value::Map({{kUnknown, Value::Map({{"Error", kNoJob}, {"StartTime", start}, {"Result", Value::EmptyMap()}})}}));
@@ -1010,8 +1104,18 @@ TEST_CASE("runner: brine.stats shows the counters of each master", "[runner]") {
   s.Store().PutCounters({{"received", 3}, {"stored", 2}, {"filtered", 1}});
   const Value stats = s.Json({"brine.stats"});
   REQUIRE(stats.Find("brine_master") != nullptr);
-  CHECK(*stats.Find("brine_master")->Find("received") == 3);
-  CHECK(*stats.Find("brine_master")->Find("stored") == 2);
+  const Value& m = *stats.Find("brine_master");
+  CHECK(*m.Find("running") == false);  // no master listens on this config's bus
+  CHECK(*m.Find("since_start")->Find("received") == 3);
+  CHECK(*m.Find("since_start")->Find("stored") == 2);
+  // A store from before the *_total counters: its counts are its totals.
+  CHECK(*m.Find("since_created")->Find("received") == 3);
+  CHECK(*m.Find("last_commit") == "");
+  CHECK(*m.Find("last_commit_us") == 0);
+  CHECK(*stats.Find("store")->Find("path") == s.db().string());
+  CHECK(*stats.Find("store")->Find("spool_files") == 0);
+  // The nested outputter shows no raw microseconds.
+  CHECK(s.Run({"brine.stats"}).out.find("_us") == std::string::npos);
 }
 
 // ---------------------------------------------------------------------------
@@ -1062,7 +1166,6 @@ TEST_CASE("runner: every function's output matches its goldens and Salt's yaml, 
       {"last_run", {"jobs.last_run"}},
       {"active", {"jobs.active"}},
       {"master", {"jobs.master"}},
-      {"stats", {"brine.stats"}},
       {"usage_error", {"jobs.list_job"}, 2},
   };
   const TempDir tmp;

@@ -655,6 +655,29 @@ TEST_CASE("sim: no bus at the endpoint is a runtime error, not a hang", "[sim]")
   }
 }
 
+TEST_CASE("sim: --progress shows events, rate and virtual time on stderr, ending the line", "[sim]") {
+  brine::test::TempDir dir;
+  const CliResult r = RunCli({"--dry-run", (dir / "out").string(), "--jobs", "3", "--minions", "2", "--clock",
+                              "2024-01-01T00:00:00", "--progress"});
+  REQUIRE(r.code == 0);
+  CHECK(r.err.starts_with("\rbrine-sim: "));
+  CHECK(r.err.ends_with("\n"));
+  CHECK(r.err.find(" events/s, virtual time 2024-01-01T00:00:") != std::string::npos);
+  // Without it (stderr is not a terminal here), nothing.
+  CHECK(RunCli({"--dry-run", (dir / "out2").string(), "--jobs", "3", "--minions", "2"}).err.empty());
+}
+
+TEST_CASE("sim: a --clock older than the master's keep_jobs_seconds is warned about", "[sim]") {
+  brine::test::TempDir dir;
+  std::ofstream(dir / "master") << "sock_dir: " << (dir / "sock").string() << "\nkeep_jobs_seconds: 3600\n";
+  const CliResult old = RunCli({"-c", dir.path().string(), "--clock", "2024-01-01", "--jobs", "1"});
+  CHECK(old.err.starts_with("brine-sim: warning: --clock starts at 2024-01-01T00:00:00, older than the "
+                            "master's keep_jobs_seconds (3600 s): its retention deletes these jobs"));
+  CHECK(old.code == 1);  // then: no master listens there
+  const CliResult now = RunCli({"-c", dir.path().string(), "--clock", "now", "--jobs", "1"});
+  CHECK(now.err.find("warning") == std::string::npos);
+}
+
 TEST_CASE("sim: a small run into brine-master stores exactly the jobs, returns and missing minions it reports",
           "[sim][e2e]") {
   brine::test::MasterProcess m;

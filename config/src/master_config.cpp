@@ -30,12 +30,15 @@ constexpr int kMaxIncludeDepth = 32;
 constexpr std::string_view kDefaultInclude = "master.d/*.conf";
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-constexpr std::array<std::string_view, 14> kBrineKeys = {
+constexpr std::array<std::string_view, 18> kBrineKeys = {
     "database",         "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
     "max_frame_bytes",  "max_queue_mb",      "keep_events_seconds",
-    "active_window_s",  "send_timeout_ms"};
+    "active_window_s",  "send_timeout_ms",   "tcp_cache_port",
+    "metrics_file",     "lag_warning_s",
+    // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
+    "queue_timeout_s"};
 
 // salt/_logging/impl.py LOG_LEVELS; Salt looks names up lowercased.
 constexpr std::array<std::string_view, 10> kLogLevels = {
@@ -554,6 +557,7 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
       Typer::StringList(t.Salt("event_return_blacklist")).value_or(std::vector<std::string>{});
   c.log_level = Typer::LogLevel(t.Salt("log_level")).value_or("warning");
   c.timeout_s = static_cast<int>(Typer::Positive(t.Salt("timeout"), INT_MAX).value_or(5));
+  c.master_job_cache = Typer::Text(t.Salt("master_job_cache"), "a returner name").value_or("local_cache");
 
   MasterConfig::Brine& b = c.brine;
   const Found database_key = t.Brine("database");
@@ -588,6 +592,13 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
     const Found& culprit = pub.value != nullptr ? pub : pull.value != nullptr ? pull : salt_pub;
     Typer::Fail(culprit, "a port other than the pull port " + std::to_string(b.tcp_pull_port));
   }
+  Found cache_port = t.Brine("tcp_cache_port");
+  b.tcp_cache_port = Typer::Port(cache_port).value_or(b.tcp_cache_port);
+  if (b.tcp_cache_port == b.tcp_pull_port || b.tcp_cache_port == b.tcp_pub_port) {
+    Typer::Fail(cache_port.value != nullptr ? cache_port : pull,
+                "a port other than the bus ports " + std::to_string(b.tcp_pull_port) + " and " +
+                    std::to_string(b.tcp_pub_port));
+  }
 
   b.log_level = Typer::LogLevel(t.Brine("log_level")).value_or(c.log_level);
   b.batch_max_events = Typer::Positive(t.Brine("batch_max_events")).value_or(b.batch_max_events);
@@ -606,6 +617,10 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
       Typer::NonNegative(t.Brine("keep_events_seconds")).value_or(c.keep_jobs_seconds);
   b.active_window_s = Typer::Positive(t.Brine("active_window_s")).value_or(b.active_window_s);
   b.send_timeout_ms = Typer::Positive(t.Brine("send_timeout_ms")).value_or(b.send_timeout_ms);
+  std::optional<std::string> metrics_file = Typer::Path(t.Brine("metrics_file"));
+  b.metrics_file = metrics_file ? fs::path(internal::PrependRootDir(root_dir, *metrics_file))
+                                : fs::path(PyJoin(c.cachedir.string(), "brine-master.prom"));
+  b.lag_warning_s = Typer::Positive(t.Brine("lag_warning_s")).value_or(b.lag_warning_s);
 
   t.WarnUnknownBrineKeys(c.warnings);
   return c;

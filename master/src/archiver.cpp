@@ -153,6 +153,13 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
   }
   auto& event = std::get<wire::DecodedEvent>(decoded);
   if (event.tag.compare(0, kCacheTagPrefix.size(), kCacheTagPrefix) == 0) {
+    if (options_.plugin_is_job_cache && frame.source == Frame::Source::kBus) {
+      QuarantineFrame(store, frame,
+                      event.tag + " on the bus: with master_job_cache: brine, job-cache writes are taken only "
+                                  "from the plug-in's acknowledged socket and spool",
+                      counts);
+      return;
+    }
     if (auto bad = ApplyCacheWrite(store, event.tag, event.data, counts)) {
       QuarantineFrame(store, frame, *bad, counts);
       return;
@@ -168,6 +175,19 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
   std::optional<store::ReturnOutcome> outcome;
   bool payload_is_data = false;  // the return stored is exactly this event's data
   const Value& data = event.data;
+  if (options_.plugin_is_job_cache) {
+    // The plug-in alone fills the job cache; a return event only shares the
+    // payload of the same return when the plug-in stored it.
+    const bool is_return = tag.kind == wire::TagInfo::Kind::kReturn ||
+                           (tag.kind == wire::TagInfo::Kind::kBareJid && IsReturnLoad(data));
+    if (is_return && data.Find("jid") != nullptr && data.Find("id") != nullptr) {
+      outcome = store.FindSameReturn(data);
+      payload_is_data = outcome.has_value();
+    }
+    ArchiveEvent(store, std::move(event.tag), std::move(event.data), frame.received, outcome, payload_is_data,
+                 counts);
+    return;
+  }
   switch (tag.kind) {
     case wire::TagInfo::Kind::kNew:
     case wire::TagInfo::Kind::kLegacyNewJob: {
@@ -232,12 +252,17 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
       break;
   }
   CountReturn(outcome, data, tag.minion, counts);
+  ArchiveEvent(store, std::move(event.tag), std::move(event.data), frame.received, outcome, payload_is_data, counts);
+}
 
-  if (!PassesFilters(event.tag)) {
+void Archiver::ArchiveEvent(store::Store& store, std::string tag, Value data, Micros received,
+                            const std::optional<store::ReturnOutcome>& outcome, bool payload_is_data,
+                            Counters& counts) {
+  if (!PassesFilters(tag)) {
     ++counts.filtered;
     return;
   }
-  store::Event archived{.tag = std::move(event.tag), .data = std::move(event.data), .received = frame.received};
+  store::Event archived{.tag = std::move(tag), .data = std::move(data), .received = received};
   if (outcome && payload_is_data &&
       (outcome->kind == store::ReturnOutcome::Kind::kStored ||
        outcome->kind == store::ReturnOutcome::Kind::kRepeat)) {

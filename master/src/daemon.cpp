@@ -17,10 +17,14 @@
 #include <zmq.hpp>
 
 #include "brine/config/master_config.h"
+#include "brine/master/ack.h"
 #include "brine/master/archiver.h"
 #include "brine/master/bus.h"
+#include "brine/master/cache_socket.h"
 #include "brine/master/frame_queue.h"
 #include "brine/master/logger.h"
+#include "brine/master/reporter.h"
+#include "brine/master/service_notify.h"
 #include "brine/master/writer.h"
 
 namespace brine::master {
@@ -139,11 +143,12 @@ std::optional<int> ParseArgs(int argc, char** argv, Args& args, std::ostream& ou
   return std::nullopt;
 }
 
-// Reads every frame ZeroMQ already holds, republishes each unchanged, and
-// queues it. Returns how many frames were read.
+// Reads the frames ZeroMQ already holds while the queue has room, republishes
+// each unchanged, and queues it. Returns how many frames were read.
 std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Clock& clock) {
   std::size_t n = 0;
-  while (true) {
+  bool room = queue.HasRoom();
+  while (room) {
     zmq::message_t msg;
     if (!pull.recv(msg, zmq::recv_flags::dontwait)) return n;
     Frame frame;
@@ -165,10 +170,50 @@ std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, co
       pub.send(part, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
     }
     ++n;
-    // Blocks while the queue is full: ZeroMQ then holds further frames.
-    queue.Push(std::move(frame));
+    room = queue.Push(std::move(frame));
   }
+  return n;
 }
+
+// The reader thread's sockets and one turn of its poll loop.
+class Reader {
+ public:
+  // All references must outlive the Reader.
+  Reader(zmq::socket_t& pull, zmq::socket_t& pub, CacheSocket& cache, AckMailbox& acks, FrameQueue& queue,
+         const Clock& clock)
+      : pull_(pull), pub_(pub), cache_(cache), acks_(acks), queue_(queue), clock_(clock) {}
+
+  // Waits up to `timeout` for work, then serves it: acknowledged requests,
+  // their replies, and bus frames while the queue has room (unless kLeave).
+  // Returns the bus frames read.
+  enum class Bus { kRead, kLeave };
+  std::size_t Turn(std::chrono::milliseconds timeout, Bus bus_mode = Bus::kRead) {
+    zmq::pollitem_t items[] = {{cache_.socket().handle(), 0, ZMQ_POLLIN, 0},
+                               {nullptr, acks_.fd(), ZMQ_POLLIN, 0},
+                               {pull_.handle(), 0, ZMQ_POLLIN, 0}};
+    // With the bus lane full the pull socket is left alone (its frames wait in
+    // ZeroMQ) and the loop looks again soon.
+    const bool bus = bus_mode == Bus::kRead && queue_.HasRoom();
+    try {
+      zmq::poll(items, bus ? 3 : 2, bus ? timeout : std::min(timeout, std::chrono::milliseconds(5)));
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) throw;
+      return 0;
+    }
+    if (items[0].revents & ZMQ_POLLIN) cache_.ReadRequests();
+    if (items[1].revents & ZMQ_POLLIN) cache_.SendReplies();
+    if (bus && (items[2].revents & ZMQ_POLLIN)) return Drain(pull_, pub_, queue_, clock_);
+    return 0;
+  }
+
+ private:
+  zmq::socket_t& pull_;
+  zmq::socket_t& pub_;
+  CacheSocket& cache_;
+  AckMailbox& acks_;
+  FrameQueue& queue_;
+  const Clock& clock_;
+};
 
 int Run(const Args& args, std::ostream& err) {
   config::MasterConfig cfg;
@@ -205,6 +250,7 @@ int Run(const Args& args, std::ostream& err) {
                      .blacklist = cfg.event_return_blacklist,
                      .job_cache = cfg.job_cache,
                      .runner_returns = cfg.runner_returns,
+                     .plugin_is_job_cache = cfg.PluginIsJobCache(),
                      .master_id = cfg.id,
                      .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)},
                     log);
@@ -219,7 +265,10 @@ int Run(const Args& args, std::ostream& err) {
   wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
   wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
   wopts.spool_dir = cfg.cachedir / "brine-spool";
-  Writer writer(wopts, archiver, log, queue, clock);
+  AckMailbox acks;
+  LiveStatus status;
+  wopts.status = &status;
+  Writer writer(wopts, archiver, log, queue, clock, acks);
   try {
     writer.Open();
   } catch (const std::exception& e) {
@@ -242,76 +291,92 @@ int Run(const Args& args, std::ostream& err) {
   pub.set(zmq::sockopt::sndhwm, 100000);
   pull.set(zmq::sockopt::linger, 0);
   pub.set(zmq::sockopt::linger, 0);
+  std::optional<CacheSocket> cache;
   try {
     const mode_t old = ::umask(0177);  // socket files 0600 from the start
     pull.bind(endpoints.pull);
     pub.bind(endpoints.pub);
+    cache.emplace(ctx, CacheSocketOptions{.endpoint = endpoints.cache,
+                                          .send_timeout = std::chrono::milliseconds(cfg.brine.send_timeout_ms)},
+                  queue, acks, pub, clock, [&writer] { return writer.Failing(); });
     ::umask(old);
   } catch (const zmq::error_t& e) {
-    err << "brine-master: cannot bind the event bus (" << endpoints.pull << ", " << endpoints.pub << "): " << e.what()
-        << "\n";
+    err << "brine-master: cannot bind the event bus (" << endpoints.pull << ", " << endpoints.pub << ", "
+        << endpoints.cache << "): " << e.what() << "\n";
     return kExitUsage;
   }
+  Reader reader(pull, pub, *cache, acks, queue, clock);
 
   InstallSignalHandlers();
-  std::thread writer_thread([&] { writer.Run(); });
+  std::atomic<bool> writer_done{false};
+  std::thread writer_thread([&] {
+    writer.Run();
+    writer_done = true;
+  });
+  std::optional<Reporter> reporter;
+  reporter.emplace(ReporterOptions{.metrics_file = cfg.brine.metrics_file,
+                                   .database = cfg.brine.database,
+                                   .spool_dir = wopts.spool_dir,
+                                   .master_id = cfg.id,
+                                   .queue_capacity_bytes = cfg.brine.max_queue_mb << 20,
+                                   .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s)},
+                   status, queue, log, clock);
+  // The store is open, the bus bound and the metrics file written: Salt may
+  // start (Before=salt-master.service).
+  (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
   log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: pull " + endpoints.pull + ", pub " +
-                               endpoints.pub + ", store " + cfg.brine.database.string());
+                               endpoints.pub + ", acknowledged job-cache writes " + endpoints.cache + ", store " +
+                               cfg.brine.database.string());
+  log.Log(LogLevel::kInfo, cfg.PluginIsJobCache()
+                               ? "master_job_cache is brine: the job cache is filled by the Salt plug-in only; "
+                                 "bus returns are archived as events"
+                               : "the job cache is filled from the bus (master_job_cache is " + cfg.master_job_cache +
+                                     ")");
   if (!cfg.job_cache) {
     log.Log(LogLevel::kWarning, "job_cache is False: job loads and minion lists are stored, returns are not");
   }
 
-  zmq::pollitem_t items[] = {{pull.handle(), 0, ZMQ_POLLIN, 0}};
   while (g_stop_signal == 0) {
     if (g_reopen_log.exchange(false)) log.Reopen();
-    try {
-      zmq::poll(items, 1, std::chrono::milliseconds(100));
-      if (items[0].revents & ZMQ_POLLIN) Drain(pull, pub, queue, clock);
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
+    reader.Turn(std::chrono::milliseconds(100));
   }
 
   // Stop: keep reading until the bus has been quiet for 200 ms (at most 10 s),
   // so a sender's last frames are not left behind, then commit everything.
+  (void)NotifyServiceManager("STOPPING=1");
   log.Log(LogLevel::kInfo, std::string("signal ") + std::to_string(g_stop_signal.load()) + ": draining the bus");
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   auto quiet_since = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() < give_up &&
          std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(200)) {
-    try {
-      zmq::poll(items, 1, std::chrono::milliseconds(20));
-      if ((items[0].revents & ZMQ_POLLIN) && Drain(pull, pub, queue, clock) > 0) {
-        quiet_since = std::chrono::steady_clock::now();
-      }
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
+    if (reader.Turn(std::chrono::milliseconds(20)) > 0) quiet_since = std::chrono::steady_clock::now();
   }
   // Senders that never pause keep the loop above busy until it gives up, and a
   // frame that reaches the socket after the last read would be dropped with it.
   // Unbinding first ends every sender's connection, so their next frames wait
   // (the Salt plug-in spools them); then what already arrived is read.
+  // The plug-in's callers get no new connection either: their next request
+  // spools at once instead of waiting out brine.send_timeout_ms.
   try {
     pull.unbind(endpoints.pull);
+    cache->Unbind();
   } catch (const zmq::error_t& e) {
     log.Log(LogLevel::kWarning, std::string("unbinding the pull socket: ") + e.what());
   }
   quiet_since = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(100)) {
-    try {
-      zmq::poll(items, 1, std::chrono::milliseconds(20));
-      if ((items[0].revents & ZMQ_POLLIN) && Drain(pull, pub, queue, clock) > 0) {
-        quiet_since = std::chrono::steady_clock::now();
-      }
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-    }
+    if (reader.Turn(std::chrono::milliseconds(20)) > 0) quiet_since = std::chrono::steady_clock::now();
   }
   queue.Close();
+  // Acknowledged requests are answered as the writer commits them; serve
+  // the replies while it finishes, then the last ones.
+  while (!writer_done) reader.Turn(std::chrono::milliseconds(20), Reader::Bus::kLeave);
   writer_thread.join();
+  cache->SendReplies();
+  reporter.reset();
   pull.close();
   pub.close();
+  cache.reset();
   for (const auto& path : endpoints.ipc_paths) {
     std::error_code ec;
     std::filesystem::remove(path, ec);

@@ -12,6 +12,49 @@ namespace {
 
 constexpr std::int64_t kMaintenanceRows = 5000;
 constexpr std::int64_t kVacuumPagesPerStep = 2000;
+// Bus frames taken per pop: an acknowledged request waits behind at most this
+// many (a few ms of filing), and a pop costs one lock.
+constexpr std::size_t kBusChunk = 256;
+
+// What the reporter thread sees (live_status.h).
+void PublishStatus(LiveStatus* status, const Counters& totals, std::int64_t batches, std::int64_t last_commit_us,
+                   std::size_t batch_frames) {
+  if (status == nullptr) return;
+  status->received = totals.received;
+  status->stored = totals.stored;
+  status->filtered = totals.filtered;
+  status->quarantined = totals.quarantined;
+  status->duplicates = totals.duplicates;
+  status->returns = totals.returns;
+  status->cache_writes = totals.cache_writes;
+  status->batches = batches;
+  status->last_commit_us = last_commit_us;
+  status->batch_frames = static_cast<std::int64_t>(batch_frames);
+  status->heartbeat_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch()).count();
+}
+
+// A counter of a previous run as stored, 0 when absent.
+std::int64_t StoredCounter(const Value& mine, const std::string& name) {
+  const Value* v = mine.Find(name);
+  return v != nullptr && v->kind() == Value::Kind::kInt ? v->as_int() : 0;
+}
+
+// One line per retention run at info; a first run since start that removed
+// more than half the jobs or events it found at warning.
+void LogRetentionRun(Logger& log, const store::CleanResult& run, const store::Store::RowCounts* before_first) {
+  if (run.jobs + run.events + run.quarantined == 0) return;
+  std::string line = "retention removed " + std::to_string(run.jobs) + " jobs, " + std::to_string(run.returns) +
+                     " returns, " + std::to_string(run.events) + " events, " + std::to_string(run.quarantined) +
+                     " quarantined frames";
+  if (before_first != nullptr && (run.jobs * 2 > before_first->jobs || run.events * 2 > before_first->events)) {
+    log.Log(LogLevel::kWarning, line + ": more than half of the " + std::to_string(before_first->jobs) + " jobs and " +
+                                    std::to_string(before_first->events) +
+                                    " events the store held at start (check keep_jobs_seconds and "
+                                    "brine.keep_events_seconds)");
+    return;
+  }
+  log.Log(LogLevel::kInfo, line);
+}
 
 bool IsStorageFailure(const std::exception& e) {
   return dynamic_cast<const store::WriteFailedError*>(&e) != nullptr ||
@@ -20,20 +63,40 @@ bool IsStorageFailure(const std::exception& e) {
 
 }  // namespace
 
-Writer::Writer(WriterOptions options, Archiver& archiver, Logger& log, FrameQueue& queue, const Clock& clock)
-    : options_(std::move(options)), archiver_(archiver), log_(log), queue_(queue), clock_(clock) {}
+Writer::Writer(WriterOptions options, Archiver& archiver, Logger& log, FrameQueue& queue, const Clock& clock,
+               AckMailbox& acks)
+    : options_(std::move(options)), archiver_(archiver), log_(log), queue_(queue), clock_(clock), acks_(acks) {}
 
 void Writer::Open() {
   store_ = store::OpenStore(options_.database, options_.open);
+  started_us_ = ToUnixMicros(clock_.Now());
   if (auto oldest = store_->OldestEvent()) oldest_event_us_ = ToUnixMicros(*oldest);
+  // Totals since the store was created: the last run's *_total, or (a store
+  // from before they existed) its counts since its start.
+  const Value all = store_->GetCounters();
+  if (const Value* mine = all.Find(options_.open.master_id)) {
+    auto base = [&](const std::string& name) {
+      return mine->Find(name + "_total") != nullptr ? StoredCounter(*mine, name + "_total") : StoredCounter(*mine, name);
+    };
+    base_totals_ = {.received = base("received"),
+                    .stored = base("stored"),
+                    .filtered = base("filtered"),
+                    .quarantined = base("quarantined"),
+                    .duplicates = base("duplicates"),
+                    .trimmed = base("trimmed"),
+                    .returns = base("returns"),
+                    .cache_writes = base("cache_writes")};
+    base_batches_ = base("batches");
+  }
   PutCounters({});
+  CountersCommitted();  // written in a transaction of its own
   next_maintenance_ = SteadyClock::now();
 }
 
 void Writer::PutCounters(const Counters& pending) {
   Counters t = totals_;
   t += pending;
-  store_->PutCounters({
+  counters_pending_ = {
       {"received", t.received},
       {"stored", t.stored},
       {"filtered", t.filtered},
@@ -42,12 +105,36 @@ void Writer::PutCounters(const Counters& pending) {
       {"trimmed", t.trimmed},
       {"returns", t.returns},
       {"cache_writes", t.cache_writes},
+      {"acked", acked_ + static_cast<std::int64_t>(acked_in_batch_.size())},
+      {"acked_refused", acked_refused_},
+      {"plugin_is_job_cache", archiver_.PluginIsJobCache() ? 1 : 0},
       {"batches", batches_},
       {"queue_depth", static_cast<std::int64_t>(queue_.depth_frames())},
       {"last_commit_us", last_commit_us_},
       {"oldest_event_us", oldest_event_us_},
-  });
+      {"started_us", started_us_},
+      {"received_total", base_totals_.received + t.received},
+      {"stored_total", base_totals_.stored + t.stored},
+      {"filtered_total", base_totals_.filtered + t.filtered},
+      {"quarantined_total", base_totals_.quarantined + t.quarantined},
+      {"duplicates_total", base_totals_.duplicates + t.duplicates},
+      {"trimmed_total", base_totals_.trimmed + t.trimmed},
+      {"returns_total", base_totals_.returns + t.returns},
+      {"cache_writes_total", base_totals_.cache_writes + t.cache_writes},
+      {"batches_total", base_batches_ + batches_},
+  };
+  // Only what changed since the last commit: a commit of one acknowledged
+  // request would otherwise rewrite every counter row.
+  std::vector<std::pair<std::string, std::int64_t>> changed;
+  for (std::size_t i = 0; i < counters_pending_.size(); ++i) {
+    if (i >= counters_in_store_.size() || counters_in_store_[i].second != counters_pending_[i].second) {
+      changed.push_back(counters_pending_[i]);
+    }
+  }
+  if (!changed.empty()) store_->PutCounters(changed);
 }
+
+void Writer::CountersCommitted() { counters_in_store_ = counters_pending_; }
 
 void Writer::Reopen() {
   batch_handle_.reset();
@@ -55,7 +142,7 @@ void Writer::Reopen() {
   store_ = store::OpenStore(options_.database, options_.open);
 }
 
-void Writer::Ingest(Frame frame) {
+bool Writer::Ingest(Frame frame) {
   if (batch_.empty()) {
     batch_handle_.emplace(store_->BeginBatch());
     batch_started_ = SteadyClock::now();
@@ -63,9 +150,35 @@ void Writer::Ingest(Frame frame) {
   batch_.push_back(std::move(frame));
   try {
     archiver_.Ingest(*store_, batch_.back(), batch_counts_);
+    return true;
   } catch (const std::exception& e) {
     ReplayUntilCommitted(e.what());
+    return false;
   }
+}
+
+void Writer::IngestAcked(AckRequest request) {
+  if (clock_.Now() > request.expires) {
+    // Its caller has given up waiting and spooled the frames.
+    ++acked_refused_;
+    acks_.Post({{request.token, AckStatus::kNotTaken, "the request expired before it was filed"}});
+    return;
+  }
+  acked_in_batch_.push_back(request.token);
+  for (Frame& f : request.frames) {
+    if (!Ingest(std::move(f))) return;  // refused, with the rest of the batch's requests
+  }
+}
+
+void Writer::RefuseAcked(const std::string& why) {
+  if (acked_in_batch_.empty()) return;
+  std::erase_if(batch_, [](const Frame& f) { return f.ack_token != 0; });
+  std::vector<AckDone> done;
+  done.reserve(acked_in_batch_.size());
+  for (std::uint64_t token : acked_in_batch_) done.push_back({token, AckStatus::kNotTaken, "store write failed: " + why});
+  acked_refused_ += static_cast<std::int64_t>(acked_in_batch_.size());
+  acked_in_batch_.clear();
+  acks_.Post(std::move(done));
 }
 
 void Writer::Commit() {
@@ -79,6 +192,7 @@ void Writer::Commit() {
     try {
       PutCounters(batch_counts_);
       batch_handle_->Commit();
+      CountersCommitted();
     } catch (...) {
       last_commit_us_ = saved;
       --batches_;
@@ -90,16 +204,30 @@ void Writer::Commit() {
     batch_.clear();
   } catch (const std::exception& e) {
     ReplayUntilCommitted(e.what());
+    return;
+  }
+  if (!acked_in_batch_.empty()) {
+    std::vector<AckDone> done;
+    done.reserve(acked_in_batch_.size());
+    for (std::uint64_t token : acked_in_batch_) done.push_back({token, AckStatus::kStored, {}});
+    acked_ += static_cast<std::int64_t>(acked_in_batch_.size());
+    acked_in_batch_.clear();
+    acks_.Post(std::move(done));
   }
 }
 
 void Writer::ReplayUntilCommitted(const std::string& why) {
+  failing_ = true;
+  // Callers waiting on acknowledged frames spool them now rather than wait out
+  // the retries; the batch goes on without them.
+  RefuseAcked(why);
   log_.Log(LogLevel::kError, "store write failed (" + why + "); keeping the batch of " + std::to_string(batch_.size()) +
                                  " frames and retrying with backoff");
   auto backoff = options_.backoff_initial;
   std::vector<std::pair<Frame, std::string>> poisoned;
   int attempts = 0;
   while (true) {
+    PublishStatus(options_.status, totals_, batches_, last_commit_us_, batch_.size());
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, options_.backoff_max);
     ++attempts;
@@ -125,12 +253,14 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
       ++batches_;
       PutCounters(counts);
       batch_handle_->Commit();
+      CountersCommitted();
       batch_handle_.reset();
       totals_ += counts;
       batch_counts_ = {};
       batch_.clear();
       log_.Log(LogLevel::kWarning, "store writable again after " + std::to_string(attempts) +
                                        " attempts; the batch was replayed and committed");
+      failing_ = false;
       return;
     } catch (const std::exception& e) {
       batch_handle_.reset();
@@ -159,11 +289,13 @@ void Writer::IngestSpool() {
     // so a crash in between reads it whole again and nothing is filed twice
     // by halves.
     const Micros now = clock_.Now();
-    for (std::string& bytes : contents.frames) Ingest(Frame{.bytes = std::move(bytes), .received = now});
+    for (std::string& bytes : contents.frames) {
+      (void)Ingest(Frame{.bytes = std::move(bytes), .received = now, .source = Frame::Source::kSpool});
+    }
     for (std::string& bytes : contents.damaged) {
       const std::string reason = "spool " + file.path().filename().string() + ": " + std::to_string(bytes.size()) +
                                  " bytes that are not a complete record (a writer killed mid-append)";
-      Ingest(Frame{.bytes = std::move(bytes), .received = now, .damage = reason});
+      (void)Ingest(Frame{.bytes = std::move(bytes), .received = now, .damage = reason, .source = Frame::Source::kSpool});
     }
     Commit();
     try {
@@ -198,13 +330,24 @@ void Writer::MaintenanceStep() {
           phase_ = Phase::kVacuum;
           return;
         }
+        // The first pass since start that deletes anything is judged against
+        // the store's size before it (a keep_jobs typo deletes history).
         const auto r = store_->CleanOldJobs(jobs_before, events_before, kMaintenanceRows);
-        if (r.jobs + r.events + r.quarantined > 0) {
-          log_.Log(LogLevel::kInfo, "retention removed " + std::to_string(r.jobs) + " jobs, " + std::to_string(r.returns) +
-                                        " returns, " + std::to_string(r.events) + " events, " +
-                                        std::to_string(r.quarantined) + " quarantined frames");
+        if (!retention_ran_ && retention_run_.jobs + retention_run_.events == 0 && r.jobs + r.events > 0) {
+          before_first_run_ = store_->CountRows();
+          before_first_run_.jobs += r.jobs;
+          before_first_run_.events += r.events;
         }
-        if (!r.more) phase_ = Phase::kVacuum;
+        retention_run_.jobs += r.jobs;
+        retention_run_.returns += r.returns;
+        retention_run_.events += r.events;
+        retention_run_.quarantined += r.quarantined;
+        if (!r.more) {
+          LogRetentionRun(log_, retention_run_, retention_ran_ ? nullptr : &before_first_run_);
+          retention_run_ = {};
+          retention_ran_ = true;
+          phase_ = Phase::kVacuum;
+        }
         return;
       }
       case Phase::kVacuum: {
@@ -212,10 +355,15 @@ void Writer::MaintenanceStep() {
         if (space.page_count > 0 && space.freelist_count * 10 > space.page_count) {
           store_->IncrementalVacuum(std::min(space.freelist_count, kVacuumPagesPerStep));
         } else {
-          phase_ = Phase::kCheckpoint;
+          phase_ = Phase::kStatistics;
         }
         return;
       }
+      case Phase::kStatistics:
+        // Keeps the views' index plans as the store grows (issue 15); sampled, so milliseconds.
+        store_->RefreshStatistics();
+        phase_ = Phase::kCheckpoint;
+        return;
       case Phase::kCheckpoint:
         store_->Checkpoint();
         if (auto oldest = store_->OldestEvent()) {
@@ -241,7 +389,9 @@ void Writer::MaintenanceStep() {
 
 void Writer::Run() {
   std::vector<Frame> incoming;
+  std::vector<AckRequest> acked;
   while (true) {
+    PublishStatus(options_.status, totals_, batches_, last_commit_us_, batch_.size());
     const auto now = SteadyClock::now();
     if (phase_ == Phase::kIdle && now >= next_maintenance_) phase_ = Phase::kSpool;
     SteadyClock::time_point deadline;
@@ -253,8 +403,23 @@ void Writer::Run() {
       deadline = std::min(next_maintenance_, now + std::chrono::milliseconds(200));
     }
     incoming.clear();
-    const std::size_t room = options_.batch_max_events - batch_.size();
-    queue_.PopUpTo(room, deadline, incoming);
+    acked.clear();
+    const std::size_t room = std::min(options_.batch_max_events - batch_.size(), kBusChunk);
+    queue_.PopUpTo(room, deadline, incoming, acked);
+    // Popped frames are pending too until they commit (the reporter's lag).
+    if (options_.status != nullptr) {
+      options_.status->batch_frames = static_cast<std::int64_t>(batch_.size() + incoming.size() + acked.size());
+    }
+    if (!acked.empty()) {
+      // Group commit: every request that arrives while these are filed joins
+      // the same commit.
+      do {
+        for (AckRequest& r : acked) IngestAcked(std::move(r));
+        acked.clear();
+      } while (queue_.PopAcked(acked) > 0);
+      Commit();
+      continue;
+    }
     if (incoming.empty()) {
       if (!batch_.empty()) {
         Commit();
@@ -265,7 +430,7 @@ void Writer::Run() {
       }
       continue;
     }
-    for (Frame& f : incoming) Ingest(std::move(f));
+    for (Frame& f : incoming) (void)Ingest(std::move(f));
     if (batch_.size() >= options_.batch_max_events || queue_.depth_frames() == 0 ||
         SteadyClock::now() - batch_started_ >= options_.flush_interval) {
       Commit();

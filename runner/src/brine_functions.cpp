@@ -1,8 +1,213 @@
-// jobs.master and brine's own functions.
+// jobs.master and brine's own functions: brine.stats and brine.health.
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include "brine/core/jid.h"
 #include "functions.h"
+#include "import_local_cache.h"
+#include "master_status.h"
 #include "proc_file.h"
 
 namespace brine::runner {
+namespace {
+
+constexpr const char* kCounterNames[] = {"received", "stored",  "filtered", "quarantined", "cache_writes",
+                                         "duplicates", "trimmed", "returns",  "batches",     "acked",
+                                         "acked_refused"};
+
+// Salt's time format ("2024, Jan 01 12:00:00.123456"), as jobs show StartTime.
+std::string SaltTime(std::int64_t us) {
+  if (us <= 0) return "";
+  return JidToTime(FormatJid(FromUnixMicros(us)));
+}
+
+std::string Fixed(double v, int decimals) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+double Metric(const std::map<std::string, double>& m, const std::string& name) {
+  const auto it = m.find(name);
+  return it == m.end() ? 0 : it->second;
+}
+
+// The metrics file when it was written in the last 10 s (the master rewrites
+// it every second), else nullopt.
+std::optional<std::map<std::string, double>> FreshMetrics(Context& ctx, double* age_s = nullptr) {
+  auto m = ReadMetricsFile(ctx.config().brine.metrics_file);
+  if (!m) return std::nullopt;
+  const double age = static_cast<double>(ToUnixMicros(ctx.clock().Now())) / 1e6 - Metric(*m, "brine_metrics_timestamp_seconds");
+  if (age_s != nullptr) *age_s = age;
+  if (age > 10) return std::nullopt;
+  return m;
+}
+
+Value Stats(Context& ctx) {
+  const bool raw = ctx.outputter_option() == "json";
+  const BusProbe bus = ProbeBus(ctx.config());
+  const auto metrics = bus.listening ? FreshMetrics(ctx) : std::nullopt;
+  Value all = ctx.Store().GetCounters();
+  Value out = Value::EmptyMap();
+  for (auto& [master, counters] : all.as_map()) {
+    auto get = [&](const std::string& name) -> std::int64_t {
+      const Value* v = counters.Find(name);
+      return v != nullptr && v->kind() == Value::Kind::kInt ? v->as_int() : 0;
+    };
+    Value m = Value::EmptyMap();
+    // The bus and the metrics belong to this config's master.
+    const bool mine = master == ctx.config().id;
+    m.Set("running", mine && bus.listening && metrics.has_value());
+    // docs/salt.md, "Which mode a master is in".
+    m.Set("job_cache_source", get("plugin_is_job_cache") != 0 ? "the Salt plug-in (master_job_cache: brine)"
+                                                                : "the bus");
+    Value since = Value::EmptyMap();
+    Value totals = Value::EmptyMap();
+    for (const char* name : kCounterNames) {
+      since.Set(name, static_cast<long long>(get(name)));
+      const Value* total = counters.Find(std::string(name) + "_total");
+      totals.Set(name, static_cast<long long>(total != nullptr ? get(std::string(name) + "_total") : get(name)));
+    }
+    for (const char* t : {"started", "last_commit", "oldest_event"}) {
+      const std::int64_t us = get(std::string(t) + "_us");
+      m.Set(t, SaltTime(us));
+      if (raw) m.Set(std::string(t) + "_us", static_cast<long long>(us));
+    }
+    m.Set("since_start", std::move(since));
+    m.Set("since_created", std::move(totals));
+    if (mine && metrics) {
+      Value rates = Value::EmptyMap();
+      rates.Set("received", std::round(Metric(*metrics, "brine_events_received_per_second") * 10) / 10);
+      rates.Set("stored", std::round(Metric(*metrics, "brine_events_stored_per_second") * 10) / 10);
+      rates.Set("returns", std::round(Metric(*metrics, "brine_returns_stored_per_second") * 10) / 10);
+      m.Set("per_second_last_minute", std::move(rates));
+      m.Set("pending_frames", static_cast<long long>(Metric(*metrics, "brine_pending_frames")));
+      m.Set("commit_lag_s", std::round(Metric(*metrics, "brine_commit_lag_seconds") * 1000) / 1000);
+    } else {
+      m.Set("queue_depth_at_last_commit", static_cast<long long>(get("queue_depth")));
+    }
+    out.Set(master, std::move(m));
+  }
+  // Where the store and the spool stand, whoever writes them.
+  std::error_code ec;
+  const auto& db = ctx.config().brine.database;
+  const auto size = [&](const std::filesystem::path& p) {
+    const auto n = std::filesystem::file_size(p, ec);
+    return ec ? 0LL : static_cast<long long>(n);
+  };
+  long long spool_files = 0, spool_bytes = 0;
+  const auto spool = ctx.config().cachedir / "brine-spool";
+  if (std::filesystem::is_directory(spool, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(spool, ec)) {
+      if (!e.is_regular_file(ec)) continue;
+      ++spool_files;
+      spool_bytes += size(e.path());
+    }
+  }
+  Value store = Value::EmptyMap();
+  store.Set("path", db.string());
+  store.Set("bytes", size(db) + size(std::filesystem::path(db.string() + "-wal")));
+  store.Set("spool_files", spool_files);
+  store.Set("spool_bytes", spool_bytes);
+  out.Set("store", std::move(store));
+  return out;
+}
+
+// One line: why brine-master is not keeping up, or that it is.
+Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent) {
+  const auto& cfg = ctx.config();
+  auto fail = [&](const std::string& why) {
+    ctx.SetExitCode(1);
+    return Value(why);
+  };
+  const BusProbe bus = ProbeBus(cfg);
+  ctx.Debug("bus " + bus.where + (bus.listening ? ": a process listens" : ": nothing listens"));
+  if (!bus.listening) return fail("brine-master is not running: nothing listens on " + bus.where);
+  double age = 0;
+  const auto m = ReadMetricsFile(cfg.brine.metrics_file);
+  if (!m) {
+    return fail("brine-master is not reporting: cannot read " + cfg.brine.metrics_file.string() +
+                " (brine.metrics_file; another process may hold the bus)");
+  }
+  const auto fresh = FreshMetrics(ctx, &age);
+  if (!fresh) {
+    return fail("brine-master is not reporting: " + cfg.brine.metrics_file.string() + " was written " + Fixed(age, 0) +
+                " s ago (it is rewritten every second)");
+  }
+  const double lag = Metric(*m, "brine_commit_lag_seconds");
+  const auto pending = static_cast<long long>(Metric(*m, "brine_pending_frames"));
+  const double stall_s = static_cast<double>(stall_factor * cfg.brine.flush_interval_ms) / 1000.0;
+  if (pending > 0 && lag > stall_s) {
+    return fail("brine-master is stalled: no commit for " + Fixed(lag, 1) + " s with " + std::to_string(pending) +
+                " frames pending (limit " + std::to_string(stall_factor) + " x brine.flush_interval_ms = " +
+                Fixed(stall_s, 1) + " s)");
+  }
+  const double spool_age = Metric(*m, "brine_spool_oldest_age_seconds");
+  if (spool_age > 2.0 * cfg.loop_interval_s) {
+    return fail("spool backlog: " + std::to_string(static_cast<long long>(Metric(*m, "brine_spool_files"))) +
+                " files (" + std::to_string(static_cast<long long>(Metric(*m, "brine_spool_bytes"))) +
+                " bytes) in " + (cfg.cachedir / "brine-spool").string() + ", the oldest " + Fixed(spool_age, 0) +
+                " s old (filed every loop_interval, " + std::to_string(cfg.loop_interval_s) + " s)");
+  }
+  const double queue = Metric(*m, "brine_queue_bytes");
+  const double capacity = Metric(*m, "brine_queue_capacity_bytes");
+  if (capacity > 0 && queue * 100 > capacity * static_cast<double>(queue_percent)) {
+    return fail("queue depth over " + std::to_string(queue_percent) + "% of brine.max_queue_mb: " +
+                std::to_string(static_cast<long long>(Metric(*m, "brine_queue_frames"))) + " frames, " +
+                Fixed(queue / 1048576.0, 1) + " MiB");
+  }
+  // Writable: a read-only or full filesystem, or a file the master cannot write.
+  const auto& db = cfg.brine.database;
+  struct statvfs fs {};
+  if (::statvfs(db.parent_path().c_str(), &fs) == 0) {
+    if ((fs.f_flag & ST_RDONLY) != 0) return fail("the store is not writable: " + db.parent_path().string() + " is mounted read-only");
+    const double free_mib = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) / 1048576.0;
+    if (free_mib < 64) return fail("the store is not writable: " + Fixed(free_mib, 1) + " MiB free on its filesystem");
+  }
+  struct stat st {};
+  if (::stat(db.c_str(), &st) != 0) return fail("the store is not writable: " + db.string() + " does not exist");
+  if ((::geteuid() == 0 || ::geteuid() == st.st_uid) && ::access(db.c_str(), W_OK) != 0) {
+    return fail("the store is not writable: " + db.string() + " denies writing");
+  }
+  return Value("brine-master is running and keeps up: " + Fixed(Metric(*m, "brine_events_received_per_second"), 1) +
+               " frames/s over the last minute, " + std::to_string(pending) + " pending, last commit " +
+               SaltTime(static_cast<std::int64_t>(Metric(*m, "brine_last_commit_timestamp_seconds") * 1e6)));
+}
+
+// An online copy of the store and the copy's integrity_check.
+Value Backup(Context& ctx, const std::string& path) {
+  const std::filesystem::path to = std::filesystem::absolute(path);
+  const auto started = std::chrono::steady_clock::now();
+  ctx.Debug("backing the store up to " + to.string());
+  try {
+    ctx.Store().BackupTo(to);
+  } catch (const store::StoreError& e) {
+    throw RuntimeFailure(e.what());
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::string verdict;
+  try {
+    verdict = store::OpenStore(to, {.access = store::OpenOptions::Access::kReadOnly})->IntegrityCheck();
+  } catch (const store::StoreError& e) {
+    verdict = e.what();
+  }
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(to, ec);
+  Value out = Value::EmptyMap();
+  out.Set("backup", to.string());
+  out.Set("bytes", ec ? 0LL : static_cast<long long>(bytes));
+  out.Set("seconds", std::round(seconds * 1000) / 1000);
+  out.Set("integrity_check", verdict);
+  if (verdict != "ok") ctx.SetExitCode(1);
+  return out;
+}
+
+}  // namespace
 
 void AddBrineFunctions(std::vector<FunctionSpec>& out) {
   out.push_back({
@@ -19,16 +224,73 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out) {
   out.push_back({
       "brine.stats",
       {},
-      "brine-master's counters for each master id, as of its last commit: received, stored, filtered,\n"
-      "quarantined, cache_writes (the Salt plug-in's job-cache frames; received = stored + filtered +\n"
-      "quarantined + cache_writes), duplicates (returns whose payload differed from the first), trimmed\n"
-      "(events carrying Salt's VALUE_TRIMMED), returns, batches, queue_depth, last_commit_us and\n"
-      "oldest_event_us (UTC microseconds). They count since the master last started.\n"
+      "brine-master's counters for each master id: whether it is running (something listens on its bus\n"
+      "and its brine.metrics_file is fresh), where its job cache comes from (the Salt plug-in with\n"
+      "master_job_cache: brine, else the bus), when it started, its last commit and the oldest archived\n"
+      "event (Salt's time format; --out json adds the raw UTC microseconds as *_us), the counts since\n"
+      "it started and since the store was created (received, stored, filtered, quarantined,\n"
+      "cache_writes, duplicates, trimmed, returns, batches; received = stored + filtered + quarantined\n"
+      "+ cache_writes; acked and acked_refused: the plug-in's requests answered stored or not taken),\n"
+      "and while it runs the rates over the last minute, the frames pending and the\n"
+      "commit lag. Then the store: its path, its bytes on disk (with the WAL) and the spool backlog.\n"
       "\n"
       "CLI Example:\n"
       "\n"
       "    brine-run brine.stats",
-      [](Context& ctx, const std::vector<Value>&) { return ctx.Store().GetCounters(); },
+      [](Context& ctx, const std::vector<Value>&) { return Stats(ctx); },
+  });
+  out.push_back({
+      "brine.backup",
+      {{"path", std::nullopt}},
+      "Write a consistent copy of the store to PATH (a new file) while brine-master goes on writing:\n"
+      "SQLite's backup API under one read transaction, so the copy is the store as of one commit.\n"
+      "Then runs PRAGMA integrity_check on the copy; exit 1 unless it says ok. Restore:\n"
+      "stop brine-master, put the copy in place of brine.database (removing its -wal and -shm), start.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run brine.backup /var/backups/brine-$(date +%F).sqlite",
+      [](Context& ctx, const std::vector<Value>& a) { return Backup(ctx, StringArg(a[0], "path")); },
+  });
+  out.push_back({
+      "brine.import_local_cache",
+      {{"jobs_dir", Value()}},
+      "Import Salt's local_cache job tree (default <cachedir>/jobs) into the store: every job's load,\n"
+      "minion lists (syndics' too), nocache mark, endtime, and each minion's return.p and out.p, as\n"
+      "the Salt master would have stored them. Idempotent (a second run adds nothing), commits every\n"
+      "200 jobs so brine-master can ingest meanwhile, shows progress on a terminal, and skips and lists\n"
+      "damaged files instead of stopping.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run brine.import_local_cache\n"
+      "    brine-run brine.import_local_cache /var/cache/salt/master/jobs",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const auto dir = a[0].is_null() ? ctx.config().cachedir / "jobs" : std::filesystem::path(StringArg(a[0], "jobs_dir"));
+        return ImportLocalCache(ctx, dir);
+      },
+  });
+  out.push_back({
+      "brine.health",
+      {{"stall_factor", Value(50)}, {"queue_percent", Value(80)}},
+      "Exit 0 when brine-master runs and keeps up, 1 otherwise, with one line saying why: nothing\n"
+      "listens on its bus; its brine.metrics_file is missing or older than 10 s; frames are pending\n"
+      "and nothing committed for stall_factor x brine.flush_interval_ms; a spool file older than two\n"
+      "loop_intervals; its queue over queue_percent of brine.max_queue_mb; the store's filesystem\n"
+      "read-only or under 64 MiB free, or the store file not writable. For monitoring checks and\n"
+      "systemd's ExecStartPost=.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run brine.health\n"
+      "    brine-run brine.health stall_factor=100",
+      [](Context& ctx, const std::vector<Value>& a) {
+        const std::int64_t stall = IntArg(a[0], "stall_factor");
+        const std::int64_t percent = IntArg(a[1], "queue_percent");
+        if (stall <= 0) throw UsageError("stall_factor must be positive");
+        if (percent <= 0 || percent > 100) throw UsageError("queue_percent must be from 1 to 100");
+        return Health(ctx, stall, percent);
+      },
   });
 }
 

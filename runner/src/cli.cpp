@@ -1,8 +1,12 @@
 #include "brine/runner/cli.h"
 
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +14,9 @@
 
 #include "arguments.h"
 #include "brine/config/master_config.h"
+#include "brine/core/jid.h"
+#include "brine/core/json.h"
+#include "master_bus.h"
 #include "brine/output/outputters.h"
 #include "functions.h"
 
@@ -24,31 +31,50 @@ constexpr const char* kUsage =
     "Usage: brine-run [options] FUNCTION [ARG ...] [KEY=VALUE ...]\n"
     "\n"
     "A salt-run compatible command line over the brine store: jobs.*, queue.*, state.event,\n"
-    "event.send, brine.stats.\n"
+    "event.send, brine.*.\n"
     "Arguments are typed as salt-run types them (YAML). Options may also follow the function.\n"
     "\n"
     "Options:\n"
-    "  -c, --config-dir DIR     the Salt master's config folder (default /etc/salt)\n"
+    "  -c, --config-dir DIR     the Salt master's config folder (default /etc/salt); must exist\n"
     "  --out, --output NAME     outputter: nested (default), json, yaml, txt, raw\n"
     "  --out-indent N           indent for json/yaml (negative: one line)\n"
-    "  --out-file FILE          append the output to FILE instead of printing it\n"
+    "  --out-file FILE          write the output to FILE (emptied first) instead of printing it\n"
+    "  --out-file-append        append to --out-file's FILE instead of emptying it\n"
     "  --no-color               no colours (the default when stdout is not a terminal)\n"
     "  --force-color            colours even when stdout is not a terminal\n"
-    "  -l, --log-level LEVEL    accepted for salt-run's command line\n"
+    "  -l, --log-level LEVEL    all garbage trace debug profile info warning error critical quiet;\n"
+    "                           debug and below log the store, the query and timings to stderr\n"
+    "  -t, --timeout N          accepted for salt-run's command line (brine answers from the store)\n"
+    "  --hard-crash             accepted for salt-run's command line (brine has no traceback to show)\n"
+    "  --async                  run, print salt-run's asynchronous-mode warning and the jid, not the result\n"
+    "  --kwargs-stdin           read more keyword arguments from standard input: one JSON object,\n"
+    "                           its values taken as they are (for callers whose items are too big\n"
+    "                           for one command-line word, such as the Salt queue backend)\n"
     "  -d, --doc                list the functions and their arguments (or one function's)\n"
     "  -h, --help               this help\n"
-    "  --version                brine's version\n";
+    "  --version                brine's version\n"
+    "  --versions-report        brine's version and those of its libraries and system\n";
+
+// Salt's log level names (salt.log.setup.LOG_LEVELS).
+constexpr const char* kLogLevels[] = {"all",     "garbage", "trace", "debug",    "profile",
+                                      "info",    "warning", "error", "critical", "quiet"};
 
 struct Options {
   std::filesystem::path config_dir = config::kDefaultConfigDir;
+  bool config_dir_given = false;
   std::optional<std::string> out;
   std::optional<int> out_indent;
   std::optional<std::filesystem::path> out_file;
+  bool out_file_append = false;
   bool no_color = false;
   bool force_color = false;
   bool doc = false;
   bool help = false;
   bool version = false;
+  bool versions_report = false;
+  bool async = false;
+  bool debug = false;  // -l at debug or below
+  bool kwargs_stdin = false;
   std::vector<std::string> words;  // function and its arguments
 };
 
@@ -65,6 +91,28 @@ int ParseIndent(const std::string& text) {
   } catch (const std::exception&) {
   }
   throw OptionError("--out-indent: expected an integer, got '" + text + "'");
+}
+
+// optparse's messages for -l and -t, which salt-run prints the same way.
+std::string ParseLogLevelOption(const std::string& name, const std::string& text) {
+  std::string lower;
+  for (const char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string choices;
+  for (const char* l : kLogLevels) {
+    if (lower == l) return lower;
+    choices += std::string(choices.empty() ? "" : ", ") + "'" + l + "'";
+  }
+  throw OptionError("option " + name + ": invalid choice: '" + text + "' (choose from " + choices + ")");
+}
+
+void CheckTimeout(const std::string& name, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    (void)std::stoi(text, &used);
+    if (used == text.size()) return;
+  } catch (const std::exception&) {
+  }
+  throw OptionError("option " + name + ": invalid integer value: '" + text + "'");
 }
 
 Options ParseOptions(int argc, char** argv) {
@@ -87,6 +135,7 @@ Options ParseOptions(int argc, char** argv) {
     auto arg = [&](const std::string& n) { return inline_value ? *inline_value : value(n); };
     if (name == "-c" || name == "--config-dir") {
       o.config_dir = arg(name);
+      o.config_dir_given = true;
     } else if (name == "--out" || name == "--output") {
       o.out = arg(name);
     } else if (name == "--out-indent" || name == "--output-indent") {
@@ -97,14 +146,26 @@ Options ParseOptions(int argc, char** argv) {
       o.no_color = true;
     } else if (name == "--force-color" || name == "--force-colour") {
       o.force_color = true;
+    } else if (name == "--out-file-append" || name == "--output-file-append") {
+      o.out_file_append = true;
     } else if (name == "-l" || name == "--log-level") {
-      (void)arg(name);
+      const std::string level = ParseLogLevelOption(name, arg(name));
+      o.debug = level == "all" || level == "garbage" || level == "trace" || level == "debug";
+    } else if (name == "-t" || name == "--timeout") {
+      CheckTimeout(name, arg(name));
+    } else if (name == "--hard-crash") {
+    } else if (name == "--async") {
+      o.async = true;
+    } else if (name == "--versions-report" || name == "-V") {
+      o.versions_report = true;
     } else if (name == "-d" || name == "--doc" || name == "--documentation") {
       o.doc = true;
     } else if (name == "-h" || name == "--help") {
       o.help = true;
     } else if (name == "--version") {
       o.version = true;
+    } else if (name == "--kwargs-stdin") {
+      o.kwargs_stdin = true;
     } else if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.' && o.words.empty()) {
       // An option before the function; after it, a word starting with '-' is an argument.
       throw OptionError("no such option: " + a);
@@ -115,6 +176,26 @@ Options ParseOptions(int argc, char** argv) {
     }
   }
   return o;
+}
+
+// --kwargs-stdin: the keyword arguments of one JSON object on `in`, after
+// the command line's. Throws UsageError for anything else, and for a keyword
+// the command line gave too.
+void AddStdinKeywords(std::istream& in, ParsedArgs& args) {
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  Value object;
+  try {
+    object = ParseJson(text);
+  } catch (const JsonError& e) {
+    throw UsageError(std::string("--kwargs-stdin: standard input is not JSON: ") + e.what());
+  }
+  if (!object.is_map()) throw UsageError("--kwargs-stdin: standard input must be one JSON object");
+  for (const auto& [key, value] : object.as_map()) {
+    for (const auto& [given, unused] : args.keyword) {
+      if (given == key) throw UsageError("--kwargs-stdin: keyword argument '" + key + "' given twice");
+    }
+    args.keyword.emplace_back(key, value);
+  }
 }
 
 // Salt's outputter pipeline (spec 12.1): --out wins over the data's own
@@ -207,6 +288,35 @@ int Emit(const Options& o, const Value& result, bool color, std::ostream& out, s
   return kExitOk;
 }
 
+// salt --versions-report's layout: sections of right-aligned names.
+std::string VersionsReport() {
+  auto line = [](const std::string& name, const std::string& value) {
+    std::string pad = name.size() < 18 ? std::string(18 - name.size(), ' ') : "";
+    return pad + name + ": " + value + "\n";
+  };
+  std::string r = "Brine Version:\n" + line("brine", BRINE_VERSION) + "\nDependency Versions:\n" +
+                  line("SQLite", store::SqliteVersion()) + line("ZeroMQ", ZmqVersion()) +
+                  line("schema", std::to_string(store::LatestSchemaVersion())) + "\nSystem Versions:\n";
+  utsname u{};
+  if (::uname(&u) == 0) {
+    r += line("system", u.sysname) + line("release", u.release) + line("machine", u.machine) +
+         line("version", u.version);
+  }
+  return r;
+}
+
+// Salt empties --out-file once at start unless --out-file-append
+// (salt.utils.parsers.OutputOptionsMixin), then every print appends.
+bool TruncateOutFile(const Options& o, std::ostream& err) {
+  if (!o.out_file || o.out_file_append) return true;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(*o.out_file, ec)) return true;
+  std::ofstream f(*o.out_file, std::ios::trunc | std::ios::binary);
+  if (f) return true;
+  err << "brine-run: cannot write to " << o.out_file->string() << "\n";
+  return false;
+}
+
 std::string Signature(const FunctionSpec& f) {
   std::string s = f.name + "(";
   for (std::size_t i = 0; i < f.params.size(); ++i) {
@@ -235,6 +345,11 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     out << "brine-run " << BRINE_VERSION << "\n";
     return kExitOk;
   }
+  if (o.versions_report) {
+    out << VersionsReport();
+    return kExitOk;
+  }
+  if (!TruncateOutFile(o, err)) return kExitRuntime;
   const bool tty = terminal == Terminal::kTty || (terminal == Terminal::kDetect && ::isatty(1) == 1);
   const bool color = o.force_color || (tty && !o.no_color);
   if (o.doc) {
@@ -257,6 +372,12 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     return kExitUsage;
   }
 
+  // A missing master file means Salt's defaults, but a missing folder is a
+  // typo: answering from the default store would look like an empty history.
+  if (std::error_code ec; !std::filesystem::is_directory(o.config_dir, ec)) {
+    err << "brine-run: -c " << o.config_dir.string() << ": no such folder\n";
+    return kExitUsage;
+  }
   config::MasterConfig cfg;
   try {
     cfg = config::LoadMasterConfig(o.config_dir);
@@ -265,13 +386,56 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     return kExitUsage;
   }
   SystemClock clock;
-  Context ctx(cfg, clock, out);
-  StreamTarget streamed(o, color, out, err);
+  // --async prints the jid, never the result: what a function prints as it
+  // goes is dropped.
+  std::ostream discard(nullptr);
+  std::ostream& result_out = o.async ? discard : out;
+  Context ctx(cfg, clock, result_out, err);
+  if (o.debug) {
+    ctx.EnableDebug();
+    std::string files;
+    for (const auto& f : cfg.files_read) files += (files.empty() ? "" : ", ") + f.string();
+    ctx.Debug("config " + o.config_dir.string() + ": read " + (files.empty() ? std::string("no file") : files) +
+              "; store " + cfg.brine.database.string());
+  }
+  ctx.SetOutputterOption(o.out.value_or(""));
+  const auto started = std::chrono::steady_clock::now();
+  const Options stream_options = o.async ? Options{} : o;  // StreamTarget keeps a reference
+  StreamTarget streamed(stream_options, color, result_out, err);
   ctx.SetMapStreamOpener([&](const Value& outputter) { return streamed.Open(outputter); });
   Value result;
   try {
-    const ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
-    result = spec->call(ctx, BindArgs(function, spec->params, args));
+    ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
+    if (o.kwargs_stdin) AddStdinKeywords(std::cin, args);
+    const std::vector<Value> bound = BindArgs(function, spec->params, args);
+    if (ctx.debugging()) {
+      std::string shown;
+      for (std::size_t i = 0; i < bound.size(); ++i) {
+        shown += (i > 0 ? ", " : "") + spec->params[i].name + "=" + ToJsonForMessage(bound[i]);
+      }
+      ctx.Debug("calling " + function + "(" + shown + ")");
+    }
+    if (o.async) {
+      // salt-run hands the call to the master and returns at once, logging
+      // the tag it runs under; brine's functions answer from the store, so
+      // the call runs here and only its jid is printed, as salt-run prints it.
+      const std::string jid = JidGenerator(clock, JidUniqueness::kPlain, 0).Next();
+      (void)spec->call(ctx, bound);
+      err << "[WARNING ] Running in asynchronous mode. Results of this execution may be collected by attaching to "
+             "the master event bus or by examining the master job cache, if configured. This execution is running "
+             "under tag salt/run/"
+          << jid << "\n";
+      ctx.Debug(function + " took " + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                          std::chrono::steady_clock::now() - started)
+                                                          .count()) +
+                " us");
+      return Emit(o, Value(jid), color, out, err);
+    }
+    result = spec->call(ctx, bound);
+    ctx.Debug(function + " took " + std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                        std::chrono::steady_clock::now() - started)
+                                                        .count()) +
+              " us");
   } catch (const UsageError& e) {
     // salt-run returns this text as the runner's result, so it goes through the outputter.
     (void)Emit(o, Value("\nPassed invalid arguments: " + std::string(e.what()) + "\n\nUsage:\n" + spec->doc), color,
@@ -290,7 +454,8 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     err << "brine-run: cannot write to " << (o.out_file ? o.out_file->string() : "stdout") << "\n";
     return kExitRuntime;
   }
-  return Emit(o, result, color, out, err);
+  const int code = Emit(o, result, color, out, err);
+  return code != kExitOk ? code : ctx.exit_code();
 }
 
 }  // namespace brine::runner

@@ -1,14 +1,21 @@
 #include "functions.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "brine/core/json.h"
 
 namespace brine::runner {
 
+void Context::Debug(const std::string& text) {
+  if (debug_) err_ << "[DEBUG   ] " << text << "\n";
+}
+
 store::Store& Context::Store() {
   if (!store_) {
     const auto& path = config_.brine.database;
+    const auto started = std::chrono::steady_clock::now();
+    Debug("opening the store " + path.string() + " read-only");
     try {
       // A query reads each page about once, so the operating system's page
       // cache serves it as well as SQLite's; a small one of our own keeps a
@@ -17,6 +24,10 @@ store::Store& Context::Store() {
     } catch (const store::StoreError& e) {
       throw RuntimeFailure(e.what());
     }
+    Debug("store open in " +
+          std::to_string(std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started)
+                             .count()) +
+          " us");
   }
   return *store_;
 }
@@ -25,6 +36,7 @@ store::Queues& Context::Queues() {
   if (!queues_) {
     const auto sync = config_.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
                                                                                    : store::OpenOptions::Sync::kNormal;
+    Debug("opening the queue tables in " + config_.brine.database.string() + " read-write");
     try {
       queues_ = store::OpenQueues(config_.brine.database, {.sync = sync});
     } catch (const store::StoreError& e) {

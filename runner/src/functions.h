@@ -21,9 +21,9 @@ namespace brine::runner {
 // What a function may use. Owned by Main for one call.
 class Context {
  public:
-  // `config`, `clock` and `out` must outlive the Context.
-  Context(const config::MasterConfig& config, const Clock& clock, std::ostream& out)
-      : config_(config), clock_(clock), out_(out) {}
+  // `config`, `clock`, `out` and `err` must outlive the Context.
+  Context(const config::MasterConfig& config, const Clock& clock, std::ostream& out, std::ostream& err)
+      : config_(config), clock_(clock), out_(out), err_(err) {}
 
   [[nodiscard]] const config::MasterConfig& config() const { return config_; }
   [[nodiscard]] const Clock& clock() const { return clock_; }
@@ -47,10 +47,42 @@ class Context {
   }
   [[nodiscard]] bool result_suppressed() const { return result_suppressed_; }
 
+  // `-l debug`: what brine-run does (the store, the query, timings) goes to
+  // stderr as salt-run's console log prints it, `[DEBUG   ] text`.
+  void EnableDebug() { debug_ = true; }
+  [[nodiscard]] bool debugging() const { return debug_; }
+  void Debug(const std::string& text);
+  // One line for the operator on stderr, `brine-run: text`, whatever the
+  // log level: for what Salt leaves silent but a script's author wants to know
+  // (a lookup of a jid the store does not hold).
+  void Notice(const std::string& text) { err_ << "brine-run: " << text << "\n"; }
+  // A progress line redrawn in place on stderr ("\r"); "" ends it with a newline.
+  void Progress(const std::string& text) {
+    if (text.empty()) {
+      err_ << "\n";
+    } else {
+      err_ << "\rbrine-run: " << text;
+    }
+    err_.flush();
+  }
+
+  // A function whose answer is a verdict (brine.health) sets the exit code
+  // its result is printed with; 0 unless set.
+  void SetExitCode(int code) { exit_code_ = code; }
+  [[nodiscard]] int exit_code() const { return exit_code_; }
+  // The --out the command line was given ("" for none), for a function that
+  // shows raw values to json and readable ones to people.
+  void SetOutputterOption(std::string name) { outputter_option_ = std::move(name); }
+  [[nodiscard]] const std::string& outputter_option() const { return outputter_option_; }
+
  private:
   const config::MasterConfig& config_;
   const Clock& clock_;
   std::ostream& out_;
+  std::ostream& err_;
+  bool debug_ = false;
+  int exit_code_ = 0;
+  std::string outputter_option_;
   bool result_suppressed_ = false;
   MapStreamOpener open_map_stream_;
   std::unique_ptr<store::Store> store_;

@@ -176,6 +176,11 @@ Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missin
   }
   const Value* targeted = data.Find("Minions");
   Value* returns = data.Find("Result");
+  // Salt prints nothing for a jid it does not know; a script's author wants
+  // to tell that from a job nobody answered yet, so say it on stderr.
+  if ((returns == nullptr || returns->as_map().empty()) && ctx.Store().GetLoad(jid).as_map().empty()) {
+    ctx.Notice("no job with jid " + jid + " in the store");
+  }
   // Minion names are unique in both lists; maps are built by appending, with
   // a set for membership, so a job of 10,000 returns stays linear.
   Value ret = Value::EmptyMap();
@@ -206,7 +211,6 @@ Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missin
 
 store::JobFilter BuildFilter(Context& ctx, const Value& search_metadata, const Value& search_function,
                              const Value& search_target, const Value& start_time, const Value& end_time) {
-  (void)ctx;
   store::JobFilter f;
   if (!search_function.is_null()) f.function_globs = GlobListArg(search_function, "search_function");
   if (!search_target.is_null()) f.target_globs = GlobListArg(search_target, "search_target");
@@ -216,13 +220,24 @@ store::JobFilter BuildFilter(Context& ctx, const Value& search_metadata, const V
     auto t = ParseTimeArg(text);
     if (!t) {
       throw UsageError(std::string(name) + ": cannot read '" + text +
-                       "' as a time (ISO 8601, 'YYYY-MM-DD HH:MM', 'YYYY-MM-DD' or '2024, Jan 01 12:00:00.123456')");
+                       "' as a time (ISO 8601, 'YYYY-MM-DD HH:MM', 'YYYY-MM-DD', 'Nov 23 2026', '23 Nov 2026 10:00', "
+                       "'2026/11/23' or '2024, Jan 01 12:00:00.123456')");
     }
     return *t;
   };
   if (!start_time.is_null()) f.jid_min = FormatJid(time_arg(start_time, "start_time"));
   // Inclusive: a jid of that very microsecond with a _pid suffix sorts after the bare 20 digits.
   if (!end_time.is_null()) f.jid_max = FormatJid(time_arg(end_time, "end_time")) + "~";
+  if (ctx.debugging()) {
+    auto globs = [](const std::vector<std::string>& g) {
+      Value l = Value::EmptyList();
+      for (const auto& x : g) l.as_list().emplace_back(x);
+      return ToJsonForMessage(l);
+    };
+    ctx.Debug("query: jids " + f.jid_min.value_or("(oldest)") + " to " + f.jid_max.value_or("(newest)") +
+              ", functions " + globs(f.function_globs) + ", targets " + globs(f.target_globs) + ", metadata " +
+              (f.metadata ? ToJsonForMessage(*f.metadata) : std::string("(any)")));
+  }
   return f;
 }
 

@@ -33,3 +33,13 @@ void FireMasterEvent(const config::MasterConfig& config, const std::string& tag,
 }
 
 }  // namespace brine::runner
+
+namespace brine::runner {
+
+std::string ZmqVersion() {
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+}  // namespace brine::runner

@@ -1,6 +1,7 @@
 #include "brine/sim/cli.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -77,6 +78,8 @@ constexpr const char* kUsage =
     "\n"
     "Output:\n"
     "  --summary-json           print the summary as one JSON object\n"
+    "  --progress               show progress on stderr (events sent, rate, virtual time); the\n"
+    "                           default when stderr is a terminal\n"
     "  -h, --help               this text\n";
 
 class UsageError : public std::runtime_error {
@@ -103,6 +106,7 @@ struct CliOptions {
   ReturnSizes return_size;
   std::vector<Function> functions;
   bool summary_json = false;
+  bool progress = false;
   bool help = false;
 };
 
@@ -243,6 +247,9 @@ CliOptions ParseArgs(int argc, char** argv) {
         }
         if (std::find(o.functions.begin(), o.functions.end(), *fun) == o.functions.end()) o.functions.push_back(*fun);
       }
+    } else if (opt == "--progress") {
+      if (inline_value) throw UsageError("--progress takes no value");
+      o.progress = true;
     } else if (opt == "--summary-json") {
       if (inline_value) throw UsageError("--summary-json takes no value");
       o.summary_json = true;
@@ -325,6 +332,43 @@ void PrintSummary(std::ostream& out, const CliOptions& o, const Totals& t, doubl
   out << "\n";
 }
 
+// Jobs laid out older than the master's keep_jobs_seconds are archived and
+// then deleted by its next retention pass, which looks like data loss.
+void WarnIfRetentionDeletes(const CliOptions& o, const config::MasterConfig& cfg, std::ostream& err) {
+  if (!o.start || cfg.keep_jobs_seconds <= 0) return;
+  const auto cutoff = SystemClock().Now() - std::chrono::seconds(cfg.keep_jobs_seconds);
+  if (*o.start >= cutoff) return;
+  err << "brine-sim: warning: --clock starts at " << FormatStamp(*o.start) << ", older than the master's keep_jobs_seconds ("
+      << cfg.keep_jobs_seconds << " s): its retention deletes these jobs at its next pass (every loop_interval, "
+      << cfg.loop_interval_s << " s); raise keep_jobs_seconds (and brine.keep_events_seconds) or start later\n";
+}
+
+// One line, redrawn in place ("\r") at most twice a second, and ended with a
+// newline when the run ends.
+class Progress {
+ public:
+  Progress(bool on, std::ostream& err) : on_(on), err_(err), t0_(std::chrono::steady_clock::now()) {}
+
+  void Update(const Tally& tally, bool final_line = false) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!final_line && now - last_ < std::chrono::milliseconds(500)) return;
+    last_ = now;
+    const auto& t = tally.totals();
+    const double s = std::chrono::duration<double>(now - t0_).count();
+    err_ << "\rbrine-sim: " << t.events << " events, " << Fixed(s > 0 ? static_cast<double>(t.events) / s : 0, 0)
+         << " events/s, virtual time " << (t.last ? FormatStamp(*t.last) : std::string("-"));
+    if (final_line) err_ << "\n";
+    err_.flush();
+  }
+
+ private:
+  bool on_;
+  std::ostream& err_;
+  std::chrono::steady_clock::time_point t0_;
+  std::chrono::steady_clock::time_point last_{};
+};
+
 int Run(const CliOptions& o, std::ostream& out, std::ostream& err) {
   FleetOptions fo;
   fo.start = o.start ? *o.start : SystemClock().Now();
@@ -363,6 +407,7 @@ int Run(const CliOptions& o, std::ostream& out, std::ostream& err) {
       } else {
         const auto cfg = config::LoadMasterConfig(o.config_dir.value_or(config::kDefaultConfigDir));
         endpoint = config::EndpointsFor(cfg).pull;
+        WarnIfRetentionDeletes(o, cfg, err);
       }
       sink = std::make_unique<PushSink>(endpoint, PushOptions{});
     }
@@ -379,6 +424,7 @@ int Run(const CliOptions& o, std::ostream& out, std::ostream& err) {
   std::string ended = "stream";
   int code = kExitOk;
   const auto t0 = std::chrono::steady_clock::now();
+  Progress progress(o.progress || ::isatty(2) == 1, err);
   try {
     while (true) {
       if (g_signal.load() != 0) {
@@ -395,6 +441,7 @@ int Run(const CliOptions& o, std::ostream& out, std::ostream& err) {
       pacer.Wait();
       sink->Send(frame, *event);
       tally.Count(*event, frame.size());
+      progress.Update(tally);
     }
     sink->Close();
   } catch (const SinkError& e) {
@@ -402,6 +449,7 @@ int Run(const CliOptions& o, std::ostream& out, std::ostream& err) {
     code = kExitRuntime;
     ended = "error";
   }
+  progress.Update(tally, true);
   const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   PrintSummary(out, o, tally.totals(), elapsed_s, sink->Describe(), ended);
   return code;

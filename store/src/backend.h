@@ -113,6 +113,11 @@ class Backend {
   virtual std::optional<ReturnId> InsertReturn(const ReturnRow& row) = 0;
   // The id and JSON of the stored return of (job, minion), which must exist.
   virtual std::pair<ReturnId, std::string> StoredReturn(std::int64_t job, std::string_view minion) = 0;
+  // The id and JSON of the stored return of `jid`'s `minion`; nullopt when
+  // there is none. Writes nothing (no job or minion row is created), so it
+  // may run inside a batch or outside one.
+  virtual std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
+                                                                     const std::string& minion) = 0;
   // Replaces a return's payload; archived events that shared it first get
   // their own copy of the old one.
   virtual void ReplaceReturn(ReturnId id, const ReturnRow& row) = 0;
@@ -132,8 +137,15 @@ class Backend {
   virtual Store::SpaceInfo Space() = 0;
   virtual void IncrementalVacuum(std::int64_t pages) = 0;  // in a transaction of its own
   virtual void Checkpoint() = 0;
+  // Refreshes the planner's statistics in a transaction of its own. A
+  // database that keeps them itself (PostgreSQL's autovacuum) need not.
+  virtual void RefreshStatistics() {}
 
   // --- reads: each translates its own errors ---------------------------------
+  // Store::BackupTo, IntegrityCheck and CountRows (store.h).
+  virtual void BackupTo(const std::filesystem::path& to) = 0;
+  virtual std::string IntegrityCheck() = 0;
+  virtual Store::RowCounts CountRows() = 0;
   virtual std::optional<Micros> OldestEvent() = 0;
   virtual Value GetCounters() = 0;
   virtual Value GetLoad(const std::string& jid) = 0;

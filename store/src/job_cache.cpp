@@ -73,6 +73,13 @@ bool HasTrimmedValue(const Value& v) {
   return false;
 }
 
+// Whether a repeat's `_stamp` differs from the stored return's (both present).
+bool StampsDiffer(const Value& stored, const Value& ret) {
+  const Value* a = stored.Find("_stamp");
+  const Value* b = ret.Find("_stamp");
+  return a != nullptr && b != nullptr && !(*a == *b);
+}
+
 class JobCache final : public Store {
  public:
   JobCache(std::unique_ptr<Backend> backend, const OpenOptions& options)
@@ -180,6 +187,34 @@ class JobCache final : public Store {
     return out;
   }
 
+  std::optional<ReturnOutcome> FindSameReturn(const Value& ret) override {
+    const std::string* jid = ret.FindString("jid");
+    const std::string* minion = ret.FindString("id");
+    if (!ret.is_map() || jid == nullptr || minion == nullptr) return std::nullopt;
+    std::optional<std::pair<ReturnId, std::string>> found;
+    try {
+      found = backend_->FindReturn(*jid, *minion);
+      backend_->EndCall();
+    } catch (...) {
+      // Inside a batch the lookup ran in the batch's transaction, which a
+      // failure may have ended (PostgreSQL aborts it): the batch is lost as
+      // after a failed write.
+      if (!in_batch_) backend_->Rethrow("find_same_return", Op::kRead);
+      in_batch_ = false;
+      Abandon();
+      backend_->Rethrow("find_same_return", Op::kWrite);
+    }
+    if (!found) return std::nullopt;
+    const Value stored = ParseJson(found->second);
+    if (!EqualExceptKey(stored, ret, "_stamp")) return std::nullopt;
+    ReturnOutcome out;
+    out.kind = ReturnOutcome::Kind::kRepeat;
+    out.id = found->first;
+    out.jid = *jid;
+    out.stamp_differs = StampsDiffer(stored, ret);
+    return out;
+  }
+
   void EventReturn(std::span<const Event> events) override {
     Write("event_return", [&] {
       std::vector<EventRow> rows;
@@ -230,8 +265,25 @@ class JobCache final : public Store {
     backend_->Checkpoint();
   }
 
+  void RefreshStatistics() override {
+    if (in_batch_) throw StoreError("statistics cannot be refreshed inside a batch");
+    CheckWritable("refresh_statistics");
+    try {
+      backend_->RefreshStatistics();
+    } catch (...) {
+      Abandon();
+      backend_->Rethrow("refresh_statistics", Op::kWrite);
+    }
+  }
+
   // --- reads --------------------------------------------------------------------
 
+  void BackupTo(const std::filesystem::path& to) override {
+    if (in_batch_) throw StoreError("a backup cannot run inside a batch");
+    backend_->BackupTo(to);
+  }
+  std::string IntegrityCheck() override { return backend_->IntegrityCheck(); }
+  RowCounts CountRows() override { return backend_->CountRows(); }
   std::optional<Micros> OldestEvent() override { return backend_->OldestEvent(); }
   Value GetCounters() override { return backend_->GetCounters(); }
   Value GetLoad(const std::string& jid) override { return backend_->GetLoad(jid); }
@@ -387,9 +439,7 @@ class JobCache final : public Store {
     const Value stored = ParseJson(text);
     if (EqualExceptKey(stored, ret, "_stamp")) {
       out.kind = ReturnOutcome::Kind::kRepeat;
-      const Value* a = stored.Find("_stamp");
-      const Value* b = ret.Find("_stamp");
-      out.stamp_differs = a != nullptr && b != nullptr && !(*a == *b);
+      out.stamp_differs = StampsDiffer(stored, ret);
       return;
     }
     const bool stored_trimmed = HasTrimmedValue(stored);

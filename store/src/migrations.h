@@ -26,9 +26,16 @@ const std::vector<Migration>& EmbeddedPostgresMigrations();
 // above a line `-- @transaction` in a migration run just before that
 // transaction (pragmas such as auto_vacuum only work outside one); they must be
 // harmless to repeat. Must run before the connection switches to WAL mode. A database
-// already current is left alone. Throws TooNewError when the database is newer
+// already current is left alone. After migrating a store that had data, the
+// planner's statistics are refreshed (a fresh store gets them from its
+// writer's maintenance once it holds rows). Throws TooNewError when the database is newer
 // than this binary, FatalError when the file is not a database.
 void ApplyMigrations(SQLite::Database& db);
+
+// Refreshes the planner's statistics: ANALYZE with PRAGMA analysis_limit, so
+// each index is sampled, not read whole, and the cost stays a few milliseconds
+// however big the store is. Needs the write lock (it writes sqlite_stat1).
+void RefreshStatistics(SQLite::Database& db);
 
 // PRAGMA user_version of `db`.
 int ReadSchemaVersion(SQLite::Database& db);

@@ -210,6 +210,16 @@ class PostgresBackend final : public Backend {
     return {r.integer(0, 0), std::string(r.text(0, 1))};
   }
 
+  std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
+                                                             const std::string& minion) override {
+    PgResult r = Db().Exec(
+        "SELECT r.id, r.full_ret FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+        " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1 AND m.name = $2",
+        {P(jid), P(minion)});
+    if (r.rows() == 0) return std::nullopt;
+    return std::pair<ReturnId, std::string>{r.integer(0, 0), std::string(r.text(0, 1))};
+  }
+
   void ReplaceReturn(ReturnId id, const ReturnRow& row) override {
     DetachEvents("ret_id = " + Int(id));
     const std::string rc = row.retcode ? Int(*row.retcode) : "";
@@ -331,6 +341,28 @@ class PostgresBackend final : public Backend {
   void Checkpoint() override {}
 
   // --- reads ----------------------------------------------------------------------
+
+  // A server's database is backed up with the server's tools (pg_dump,
+  // pg_basebackup, WAL archiving), not file by file: docs/scaling.md.
+  void BackupTo(const std::filesystem::path&) override {
+    throw StoreError("backup: a PostgreSQL store is backed up with pg_dump or pg_basebackup, not brine.backup");
+  }
+
+  // PostgreSQL has no PRAGMA integrity_check (amcheck is an extension a
+  // role may not have); the server checks its pages itself.
+  std::string IntegrityCheck() override {
+    throw StoreError("integrity_check: not available on PostgreSQL (use the amcheck extension)");
+  }
+
+  Store::RowCounts CountRows() override {
+    return Guard("count_rows", Op::kRead, [&] {
+      PgResult r = Db().Exec("SELECT (SELECT count(*) FROM job), (SELECT count(*) FROM event)");
+      Store::RowCounts c;
+      c.jobs = r.integer(0, 0);
+      c.events = r.integer(0, 1);
+      return c;
+    });
+  }
 
   std::optional<Micros> OldestEvent() override {
     return Guard("oldest_event", Op::kRead, [&]() -> std::optional<Micros> {

@@ -2,6 +2,7 @@
 // batches, WAL, incremental vacuum. Layout: migrations/*.sql and docs/schema.md.
 #include <sqlite3.h>
 
+#include <SQLiteCpp/Backup.h>
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
@@ -314,6 +315,19 @@ class SqliteBackend final : public Backend {
     return out;
   }
 
+  std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
+                                                             const std::string& minion) override {
+    auto& q = Stmt(
+        "SELECT r.id, r.full_ret FROM ret r JOIN job j ON j.id = r.job_id JOIN minion m ON m.id = r.minion_id"
+        " WHERE j.jid = ? AND m.name = ?");
+    q.bind(1, jid);
+    q.bind(2, minion);
+    std::optional<std::pair<ReturnId, std::string>> out;
+    if (q.executeStep()) out.emplace(q.getColumn(0).getInt64(), q.getColumn(1).getString());
+    q.reset();
+    return out;
+  }
+
   void ReplaceReturn(ReturnId id, const ReturnRow& row) override {
     // Archived events that share the trimmed payload keep it as their own.
     SQLite::Statement keep(*db_, std::string(kDetachEvents) +
@@ -437,7 +451,52 @@ class SqliteBackend final : public Backend {
     });
   }
 
+  void RefreshStatistics() override {
+    // ANALYZE writes sqlite_stat1: under the write lock, like a batch.
+    db_->exec("BEGIN IMMEDIATE");
+    store::RefreshStatistics(*db_);
+    db_->exec("COMMIT");
+  }
+
   // --- reads --------------------------------------------------------------------
+
+  void BackupTo(const std::filesystem::path& to) override {
+    std::error_code ec;
+    if (std::filesystem::exists(to, ec)) throw StoreError("backup: " + to.string() + " exists; give a new path");
+    // SQLite's online backup API in one step: the source's read transaction
+    // spans the whole copy, so it is the store as of one commit while the
+    // writer goes on in WAL mode. (VACUUM INTO would compact too, but needs a
+    // writable connection, and brine-run's is read-only.)
+    (void)Read("backup", [&] {
+      SQLite::Database dest(to.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+      SQLite::Backup backup(dest, *db_);
+      const int rc = backup.executeStep(-1);
+      if (rc != SQLITE_DONE) throw SQLite::Exception("backup did not complete", rc);
+      // One self-contained file: no -wal beside it to copy or lose.
+      dest.exec("PRAGMA journal_mode = DELETE");
+      return 0;
+    });
+  }
+
+  Store::RowCounts CountRows() override {
+    return Read("count_rows", [&] {
+      Store::RowCounts c;
+      SQLite::Statement jobs(*db_, "SELECT count(*) FROM job");
+      if (jobs.executeStep()) c.jobs = jobs.getColumn(0).getInt64();
+      SQLite::Statement events(*db_, "SELECT count(*) FROM event");
+      if (events.executeStep()) c.events = events.getColumn(0).getInt64();
+      return c;
+    });
+  }
+
+  std::string IntegrityCheck() override {
+    return Read("integrity_check", [&] {
+      SQLite::Statement q(*db_, "PRAGMA integrity_check(10)");
+      std::string out;
+      while (q.executeStep()) out += (out.empty() ? "" : "; ") + q.getColumn(0).getString();
+      return out;
+    });
+  }
 
   std::optional<Micros> OldestEvent() override {
     return Read("oldest_event", [&]() -> std::optional<Micros> {
@@ -813,5 +872,7 @@ std::unique_ptr<detail::Backend> detail::OpenSqliteBackend(const std::filesystem
 }
 
 int LatestSchemaVersion() { return static_cast<int>(EmbeddedMigrations().size()); }
+
+std::string SqliteVersion() { return sqlite3_libversion(); }
 
 }  // namespace brine::store

@@ -4,6 +4,7 @@ queries against the store."""
 
 import importlib.util
 import itertools
+import json
 import os
 import signal
 import sqlite3
@@ -36,6 +37,16 @@ def load_module(path, opts, context=None):
     module.__grains__ = {}
     module.__pillar__ = {}
     return module
+
+
+def brine_run(conf_dir, *args):
+    """`brine-run -c CONF_DIR --out json ARGS...`, decoded; fails on a non-zero exit."""
+    out = subprocess.run(
+        [os.path.join(BIN_DIR, "brine-run"), "-c", conf_dir, "--out", "json"] + list(args),
+        stdout=subprocess.PIPE,
+        check=True,
+    )
+    return json.loads(out.stdout)
 
 
 class BrineMaster:
@@ -71,15 +82,19 @@ class BrineMaster:
         return "ipc://" + os.path.join(self.sock_dir, "master_event_pub.ipc")
 
     def start(self):
+        for name in ("master_event_pull.ipc", "master_event_pub.ipc", "brine_cache.ipc"):
+            try:  # left by a killed brine-master; brine-master would remove them too
+                os.unlink(os.path.join(self.sock_dir, name))
+            except FileNotFoundError:
+                pass
         self.proc = subprocess.Popen(
             [os.path.join(BIN_DIR, "brine-master"), "-c", self.conf_dir],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        pull = os.path.join(self.sock_dir, "master_event_pull.ipc")
-        pub = os.path.join(self.sock_dir, "master_event_pub.ipc")
+        sockets = [os.path.join(self.sock_dir, name) for name in ("master_event_pull.ipc", "master_event_pub.ipc", "brine_cache.ipc")]
         deadline = time.monotonic() + 20
-        while not (os.path.exists(pull) and os.path.exists(pub)):
+        while not all(os.path.exists(path) for path in sockets):
             if self.proc.poll() is not None:
                 raise RuntimeError("brine-master exited: " + self.proc.stderr.read().decode())
             if time.monotonic() > deadline:
@@ -95,6 +110,14 @@ class BrineMaster:
         self.proc.stderr.close()
         self.proc = None
         return code
+
+    def kill9(self):
+        """SIGKILL: nothing brine-master holds in memory survives."""
+        self.proc.kill()
+        self.proc.wait()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        self.proc = None
 
     def close(self):
         if self.proc is not None:

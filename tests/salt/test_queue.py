@@ -1,12 +1,11 @@
 """The Salt queue backend (contrib/salt/queues/brine.py): it and brine-run's
 queue.* see the same queues and items (spec salt-queue-and-tests.md 1)."""
 
-import json
 import os
-import subprocess
+import time
 import unittest
 
-from harness import BIN_DIR, QUEUE_PATH, BrineMaster, load_module
+from harness import brine_run, BIN_DIR, QUEUE_PATH, BrineMaster, load_module
 
 
 class QueueBackendTest(unittest.TestCase):
@@ -22,12 +21,7 @@ class QueueBackendTest(unittest.TestCase):
         self.assertEqual(self.mod.__virtual__(), "brine")
 
     def brine_run(self, *args):
-        out = subprocess.run(
-            [os.path.join(BIN_DIR, "brine-run"), "-c", self.master.conf_dir, "--out", "json"] + list(args),
-            stdout=subprocess.PIPE,
-            check=True,
-        )
-        return json.loads(out.stdout)
+        return brine_run(self.master.conf_dir, *args)
 
     def test_the_backend_and_brine_run_see_the_same_queues_and_items(self):
         self.assertIs(self.mod.insert("myqueue", "item1"), True)
@@ -77,6 +71,38 @@ class QueueBackendTest(unittest.TestCase):
         with self.assertRaises(self.mod.SaltInvocationError) as caught:
             self.mod.pop("myqueue", "x")
         self.assertIn('Quantity must be an integer or "all".', str(caught.exception))
+
+    def test_an_item_of_one_mebibyte_goes_in_and_comes_out_whole(self):
+        # Linux caps one command-line word at 128 KiB: the backend passes its
+        # arguments on standard input.
+        item = "".join(chr(0x41 + i % 26) for i in range(1 << 20))
+        self.assertIs(self.mod.insert("big", item), True)
+        self.assertIs(self.mod.insert("big", {"blob": item[:300000], "n": 1}), True)
+        self.assertEqual(self.mod.pop("big", 1), [item])
+        self.assertEqual(self.mod.pop("big", 1), [{"blob": item[:300000], "n": 1}])
+
+    def test_a_failing_call_raises_command_execution_error_with_brine_runs_message(self):
+        os.makedirs(os.path.join(self.master.dir, "not-a-store.sqlite"))
+        with open(os.path.join(self.master.conf_dir, "master"), "a") as f:
+            f.write("brine.database: {}\n".format(os.path.join(self.master.dir, "not-a-store.sqlite")))
+        with self.assertRaises(self.mod.CommandExecutionError) as caught:
+            self.mod.list_queues()
+        self.assertIn("exit 1", str(caught.exception))
+        self.assertIn("not-a-store.sqlite", str(caught.exception))
+
+    def test_a_call_that_hangs_is_stopped_after_queue_timeout_s(self):
+        fake_bin = os.path.join(self.master.dir, "fake-bin")
+        os.makedirs(fake_bin)
+        with open(os.path.join(fake_bin, "brine-run"), "w") as f:
+            f.write("#!/bin/sh\nexec sleep 30\n")
+        os.chmod(os.path.join(fake_bin, "brine-run"), 0o755)
+        os.environ["PATH"] = fake_bin + os.pathsep + os.environ["PATH"]
+        mod = load_module(QUEUE_PATH, self.master.opts(**{"brine.queue_timeout_s": 1}))
+        started = time.monotonic()
+        with self.assertRaises(mod.CommandExecutionError) as caught:
+            mod.list_queues()
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertIn("brine.queue_timeout_s", str(caught.exception))
 
     def test_virtual_is_false_without_brine_run(self):
         os.environ["PATH"] = self.master.dir  # holds no brine-run

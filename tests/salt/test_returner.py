@@ -369,22 +369,16 @@ class NoEndpointTest(unittest.TestCase):
         mod_same = load_module(RETURNER_PATH, dict(opts, **{"brine.sock_dir": opts["sock_dir"]}))
         mod_same.save_load(jid, publish_load(jid), ["web1"])
         self.assertFalse(salt_bus.poll(500))
-        self.assertIsNone(load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp"))._pull_endpoint())
-        self.assertIsNone(
-            load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp", **{"brine.tcp_pull_port": 4513}))._pull_endpoint()
-        )
+        # With ipc_mode tcp the job-cache socket has a port of its own, never Salt's.
+        self.assertEqual(load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp"))._cache_endpoint(), "tcp://127.0.0.1:4514")
         self.assertEqual(
-            load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp", **{"brine.tcp_pull_port": 4600}))._pull_endpoint(),
+            load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp", **{"brine.tcp_cache_port": 4600}))._cache_endpoint(),
             "tcp://127.0.0.1:4600",
         )
         # The same module outside a Salt master falls back to sock_dir.
         opts["__role"] = "minion"
-        mod2 = load_module(RETURNER_PATH, opts)
-        mod2.save_load(jid, publish_load(jid), ["web1"])
-        self.assertTrue(salt_bus.poll(5000))
-        tag, packed = salt_bus.recv().split(b"\n\n", 1)
-        self.assertEqual(tag, b"brine/cache/save_load")
-        self.assertEqual(msgpack.unpackb(packed, raw=False)["jid"], jid)
+        self.assertEqual(load_module(RETURNER_PATH, opts)._cache_endpoint(),
+                         "ipc://" + os.path.join(opts["sock_dir"], "brine_cache.ipc"))
 
 
 class RootDirTest(unittest.TestCase):
@@ -394,10 +388,10 @@ class RootDirTest(unittest.TestCase):
         root = os.path.join(master.dir, "root")
         opts = master.opts(root_dir=root, **{"brine.sock_dir": "/run/brine", "brine.database": "/db/b.sqlite"})
         mod = load_module(RETURNER_PATH, opts)
-        self.assertEqual(mod._pull_endpoint(), "ipc://" + root + "/run/brine/master_event_pull.ipc")
+        self.assertEqual(mod._cache_endpoint(), "ipc://" + root + "/run/brine/brine_cache.ipc")
         self.assertEqual(mod._database(), root + "/db/b.sqlite")
         opts["brine.sock_dir"] = root + "/already"
-        self.assertEqual(mod._pull_endpoint(), "ipc://" + root + "/already/master_event_pull.ipc")
+        self.assertEqual(mod._cache_endpoint(), "ipc://" + root + "/already/brine_cache.ipc")
         opts["root_dir"] = "/"
         self.assertEqual(mod._database(), "/db/b.sqlite")
 

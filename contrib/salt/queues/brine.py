@@ -1,12 +1,17 @@
 """
 brine as a Salt queue backend: ``salt-run queue.insert myqueue item backend=brine``.
 
-Each call runs ``brine-run --out json queue.<op> ...`` and returns its decoded
-output, so Salt's queue runner and brine-run see the same queues, and FIFO
-order and atomic pops are implemented once, in brine-run (README, "Queue").
+Each call runs ``brine-run --out json --kwargs-stdin queue.<op>`` with its
+arguments as one JSON object on standard input (Linux caps one command-line
+word at 128 KiB; a queue item can be bigger) and returns the decoded output,
+so Salt's queue runner and brine-run see the same queues, and FIFO order and
+atomic pops are implemented once, in brine-run (docs/salt.md, "The queue").
 
 brine-run must be on the Salt master's PATH; it reads the master config from the
-folder of ``conf_file``.
+folder of ``conf_file``. A call that runs longer than ``brine.queue_timeout_s``
+(default 60) is stopped. brine-run's exit code 2 (a refused call) raises
+SaltInvocationError; any other failure raises CommandExecutionError with
+brine-run's message.
 """
 
 import json
@@ -16,11 +21,14 @@ import shutil
 import subprocess
 
 try:
-    from salt.exceptions import SaltInvocationError
-except ImportError:  # outside Salt (tests): the same name, the same role
+    from salt.exceptions import CommandExecutionError, SaltInvocationError
+except ImportError:  # outside Salt (tests): the same names, the same roles
 
     class SaltInvocationError(Exception):
         """A queue call brine-run refused."""
+
+    class CommandExecutionError(Exception):
+        """A queue call that failed while it ran."""
 
 
 log = logging.getLogger(__name__)
@@ -38,22 +46,15 @@ def __virtual__():
     return __virtualname__
 
 
-def _needs_raw(text):
-    """Whether salt-run's argument typing keeps `text` as the string it is
-    (spec salt-queue-and-tests.md 1.2): then it is passed unquoted."""
-    stripped = text.strip()
-    if not stripped or text in ("---", "...") or "#" in text:
-        return True
-    if any(c in text for c in "\t\r\n"):
-        return True
-    return "_" in text and all(c.isdigit() or c == "_" for c in text)
-
-
-def _arg(value):
-    """One command-line word that brine-run's typing turns back into `value`."""
-    if isinstance(value, str):
-        return value if _needs_raw(value) else json.dumps(value, ensure_ascii=False)
-    return json.dumps(value, ensure_ascii=False)
+def _timeout_s():
+    value = __opts__.get("brine.queue_timeout_s")
+    nested = __opts__.get("brine")
+    if value is None and isinstance(nested, dict):
+        value = nested.get("queue_timeout_s")
+    try:
+        return max(1, int(value)) if value is not None else 60
+    except (TypeError, ValueError):
+        return 60
 
 
 def _run(op, **kwargs):
@@ -61,14 +62,31 @@ def _run(op, **kwargs):
     conf_file = __opts__.get("conf_file")
     if conf_file:
         cmd += ["-c", os.path.dirname(conf_file)]
-    cmd += ["--out", "json", "queue." + op]
-    # Keyword arguments only: a positional word with "=" in it would be read as one.
-    cmd += ["{}={}".format(k, _arg(v)) for k, v in kwargs.items()]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    cmd += ["--out", "json", "--kwargs-stdin", "queue." + op]
+    try:
+        proc = subprocess.run(
+            cmd,
+            input=json.dumps(kwargs, ensure_ascii=False).encode("utf-8"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            timeout=_timeout_s(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise CommandExecutionError(
+            "brine-run queue.{} did not finish within {} s (brine.queue_timeout_s)".format(op, _timeout_s())
+        )
+    except OSError as exc:
+        raise CommandExecutionError("cannot run brine-run: {}".format(exc))
     err = proc.stderr.decode("utf-8", "replace").strip()
+    prefix = "brine-run: "
+    message = err[len(prefix) :] if err.startswith(prefix) else err
+    if proc.returncode == 2:
+        raise SaltInvocationError(message)
     if proc.returncode != 0:
-        prefix = "brine-run: "
-        raise SaltInvocationError(err[len(prefix):] if err.startswith(prefix) else err)
+        raise CommandExecutionError(
+            "brine-run queue.{} failed (exit {}): {}".format(op, proc.returncode, message or "no message")
+        )
     out = proc.stdout.decode("utf-8")
     return json.loads(out) if out.strip() else None
 

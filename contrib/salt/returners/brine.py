@@ -7,31 +7,49 @@ Master config (docs/salt.md says more)::
     event_return: brine
     brine.sock_dir: /var/run/salt/brine
 
-Writes go to brine-master as frames on its ZeroMQ pull socket (PUSH, one
-socket per process). The job cache's own writes travel under brine's private
-tags ``brine/cache/save_load``, ``brine/cache/save_minions``,
-``brine/cache/return``, ``brine/cache/endtime`` and ``brine/cache/prep_jid``
-(the last only for ``nocache``); brine-master applies them to the job cache
-and neither archives nor republishes them. ``event_return`` forwards Salt's
-events under their own tags.
+Writes are acknowledged. Each call sends its frames as one request to
+brine-master's job-cache socket (``<brine.sock_dir>/brine_cache.ipc``, or
+``tcp://127.0.0.1:<brine.tcp_cache_port>`` with ``ipc_mode: tcp``; the grammar
+heads master/include/brine/master/cache_socket.h) and returns only once
+brine-master answers that the commit holding them is done, or once the frames
+are fsynced into the spool. So when a call returns, any process reads the
+write, and a ``kill -9`` of brine-master cannot lose it. The job cache's own
+writes travel under brine's private tags ``brine/cache/save_load``,
+``save_minions``, ``return``, ``endtime`` and ``prep_jid`` (the last only for
+``nocache``); ``event_return`` forwards Salt's events under their own tags.
 
-When brine-master does not take a frame within ``brine.send_timeout_ms``
-(default 2000), the frame is appended to ``<cachedir>/brine-spool/<pid>.frames``
-(fsynced, see master/include/brine/master/spool.h for the format) and
-brine-master files it at its next maintenance pass. Nothing is dropped and no
-call blocks longer than the timeout.
+When brine-master does not answer within ``brine.send_timeout_ms`` (default
+2000), or answers that it cannot take the request (its store is failing), the
+frames are appended to ``<cachedir>/brine-spool/<pid>.frames`` (fsynced, see
+master/include/brine/master/spool.h for the format) and brine-master files
+them at its next maintenance pass. Spool files and their folder belong to the
+Salt master's ``user``, whichever process (the master as ``salt``,
+``salt-run`` as root) writes first. A call never raises for a failed write:
+it is logged at critical level, as Salt itself logs a failed returner.
 
 Reads open the brine store read-only and select from the ``brine_api_v1_*``
-views (migrations/0003_salt_api.sql), which give local_cache's shapes.
+views (migrations/0003_salt_api.sql), which give local_cache's shapes, after
+reading the spool: a write that is spooled but not yet filed is still seen.
+
+Salt re-executes this module's body for each loader in a process, calls it
+from several threads (``enable_ssh_minions``) and forks after loading it. Its
+per-process state (the socket, one lock around it, log-once flags) lives in a
+private entry of ``sys.modules``, keyed by pid, so a re-execution keeps it and
+a fork starts afresh.
 """
 
 import datetime
 import json
 import logging
 import os
+import pwd
 import sqlite3
+import stat
 import struct
+import sys
+import threading
 import time
+import types
 import urllib.parse
 import zlib
 
@@ -51,13 +69,13 @@ __virtualname__ = "brine"
 
 _CACHE_PREFIX = "brine/cache/"
 _SPOOL_MAGIC = b"BRS1"
+_REQUEST_MAGIC = b"BRQ1"
+_REPLY_MAGIC = b"BRA1"
 _DEFAULT_SEND_TIMEOUT_MS = 2000
-
-# Per-process state. Salt forks its workers after loading modules, so every
-# socket and "logged once" flag is keyed by the pid that made it.
-_PROCESS = {"pid": None}
-# unique_jid: the last time used by this process (Salt's gen_jid keeps one).
-_LAST_JID_TIME = {"pid": None, "time": None}
+_DEFAULT_TCP_CACHE_PORT = 4514
+# While brine-master stays away, a call waits at most this long for it.
+_UNREACHABLE_WAIT_MS = 200
+_STATE_MODULE = "_brine_returner_process_state"
 
 
 def __virtual__():
@@ -66,6 +84,49 @@ def __virtual__():
     if not HAS_DEPS:
         return False, "the brine returner needs pyzmq and msgpack: " + _IMPORT_ERROR
     return __virtualname__
+
+
+# --- per-process state -------------------------------------------------------
+
+
+def _process_state():
+    """This process's state, made once per pid. It lives in sys.modules, not
+    in this module's globals, which Salt's loader resets by re-executing the
+    module body."""
+    shared = sys.modules.get(_STATE_MODULE)
+    if shared is None:
+        shared = sys.modules.setdefault(_STATE_MODULE, types.ModuleType(_STATE_MODULE))
+    creation = shared.__dict__.setdefault("creation_lock", threading.Lock())
+    pid = os.getpid()
+    state = shared.__dict__.get("state")
+    if state is not None and state["pid"] == pid:
+        return state
+    with creation:
+        state = shared.__dict__.get("state")
+        if state is None or state["pid"] != pid:
+            # A fork: the parent's socket must not be used (nor closed) here.
+            state = {
+                "pid": pid,
+                "lock": threading.Lock(),  # guards the socket and the fields below
+                "socket": None,
+                "endpoint": None,
+                "next_id": 0,
+                "unreachable": None,  # the endpoint that did not answer last
+                "logged": set(),
+                "jid_time": None,
+                "spool_cache": {},
+                "endpoints": {},
+            }
+            shared.state = state
+    return state
+
+
+def _log_once(key, level, msg, *args):
+    state = _process_state()
+    if key in state["logged"]:
+        return
+    state["logged"].add(key)
+    log.log(level, msg, *args)
 
 
 # --- configuration -----------------------------------------------------------
@@ -103,44 +164,35 @@ def _database():
     return _rooted(database) if database else os.path.join(_cachedir(), "brine.sqlite")
 
 
+def _spool_dir():
+    return os.path.join(_cachedir(), "brine-spool")
+
+
 def _spool_path():
-    return os.path.join(_cachedir(), "brine-spool", "{}.frames".format(os.getpid()))
+    return os.path.join(_spool_dir(), "{}.frames".format(os.getpid()))
 
 
-def _process_state():
-    pid = os.getpid()
-    if _PROCESS.get("pid") != pid:
-        # A fork: the parent's socket and context must not be used here.
-        _PROCESS.clear()
-        _PROCESS.update({"pid": pid, "socket": None, "endpoint": None, "logged": set(), "unreachable": False})
-    return _PROCESS
+def _cache_endpoint():
+    """brine-master's job-cache socket, or None when none may be used.
+    Worked out once per distinct setting (it resolves paths) per process."""
+    key = (
+        __opts__.get("__role"),
+        __opts__.get("ipc_mode"),
+        __opts__.get("root_dir"),
+        __opts__.get("sock_dir"),
+        _opt("sock_dir"),
+        _opt("tcp_cache_port"),
+    )
+    known = _process_state()["endpoints"]
+    if key not in known:
+        known[key] = _work_out_cache_endpoint()
+    return known[key]
 
 
-def _log_once(key, level, msg, *args):
-    state = _process_state()
-    if key in state["logged"]:
-        return
-    state["logged"].add(key)
-    log.log(level, msg, *args)
-
-
-def _pull_endpoint():
-    """brine-master's pull endpoint, or None when none may be used."""
+def _work_out_cache_endpoint():
     in_master = __opts__.get("__role") == "master"
     if __opts__.get("ipc_mode") == "tcp":
-        port = _opt("tcp_pull_port")
-        if port is not None and in_master and int(port) == int(__opts__.get("tcp_master_pull_port", 4513)):
-            port = None  # the Salt master's own bus port: the same as unset
-        if port is None:
-            if in_master:
-                _log_once(
-                    "no-endpoint",
-                    logging.ERROR,
-                    "brine: set brine.tcp_pull_port: with ipc_mode tcp, tcp_master_pull_port is this "
-                    "Salt master's own event bus; frames are spooled until it is set",
-                )
-                return None
-            port = __opts__.get("tcp_master_pull_port", 4513)
+        port = _opt("tcp_cache_port", _DEFAULT_TCP_CACHE_PORT)
         return "tcp://127.0.0.1:{}".format(int(port))
     sock_dir = _opt("sock_dir")
     if (
@@ -151,18 +203,25 @@ def _pull_endpoint():
         sock_dir = None  # the Salt master's own folder: the same as unset
     if sock_dir is None:
         if in_master:
-            # <sock_dir>/master_event_pull.ipc is Salt's own bus in a Salt master.
+            # Salt's own sockets live in <sock_dir>: brine-master must not.
             _log_once(
                 "no-endpoint",
                 logging.ERROR,
                 "brine: set brine.sock_dir to brine-master's socket folder; sock_dir is this Salt "
-                "master's own event bus; frames are spooled until it is set",
+                "master's own event bus; writes are spooled until it is set",
             )
             return None
         sock_dir = __opts__.get("sock_dir", "/var/run/salt/master")
     else:
         sock_dir = _rooted(sock_dir)
-    return "ipc://" + os.path.join(sock_dir, "master_event_pull.ipc")
+    return "ipc://" + os.path.join(sock_dir, "brine_cache.ipc")
+
+
+def _send_timeout_ms():
+    try:
+        return max(1, int(_opt("send_timeout_ms", _DEFAULT_SEND_TIMEOUT_MS)))
+    except (TypeError, ValueError):
+        return _DEFAULT_SEND_TIMEOUT_MS
 
 
 # --- frames ------------------------------------------------------------------
@@ -202,106 +261,172 @@ def _frame(tag, data):
     return tag.encode("utf-8", "surrogateescape") + b"\n\n" + packed
 
 
-def _socket(endpoint):
-    state = _process_state()
+# --- the acknowledged write ----------------------------------------------------
+
+
+def _socket(state, endpoint):
     if state["socket"] is None or state["endpoint"] != endpoint:
-        if state["socket"] is not None:
-            state["socket"].close(linger=0)
-        ctx = zmq.Context.instance()
-        sock = ctx.socket(zmq.PUSH)
-        # Queue frames only on a live connection: with brine-master down a
-        # send waits (up to the timeout) instead of parking frames in memory.
+        _drop_socket(state)
+        sock = zmq.Context.instance().socket(zmq.DEALER)
+        # Requests go only to a live connection: with brine-master down a send
+        # fails at once instead of parking the request in memory.
         sock.setsockopt(zmq.IMMEDIATE, 1)
-        # An event_return batch (event_return_queue) goes out without waiting
-        # for brine-master to read each frame.
-        sock.setsockopt(zmq.SNDHWM, 100000)
-        sock.setsockopt(zmq.LINGER, _send_timeout_ms())
-        sock.connect(endpoint)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            sock.connect(endpoint)
+        except zmq.ZMQError:
+            sock.close(linger=0)
+            raise
         state["socket"] = sock
         state["endpoint"] = endpoint
     return state["socket"]
 
 
-def _send_timeout_ms():
-    try:
-        return max(0, int(_opt("send_timeout_ms", _DEFAULT_SEND_TIMEOUT_MS)))
-    except (TypeError, ValueError):
-        return _DEFAULT_SEND_TIMEOUT_MS
+def _drop_socket(state):
+    # A request that was sent but not answered may still sit in the socket's
+    # pipe; closing with linger 0 drops it, so brine-master never files a copy
+    # of what the caller has spooled.
+    if state["socket"] is not None:
+        state["socket"].close(linger=0)
+    state["socket"] = None
+    state["endpoint"] = None
 
 
-def _send(frames):
-    """Hands `frames` to brine-master in order, spooling what it does not take
-    within the timeout. Returns True when all were sent, False when some
-    were spooled."""
+def _request(state, endpoint, frames):
+    """Sends `frames` as one request and waits for the answer. Returns None
+    when brine-master committed them, else why they were not taken. The
+    caller holds state["lock"]."""
+    timeout_ms = _send_timeout_ms()
+    away = state["unreachable"] == endpoint
+    deadline = time.monotonic() + (min(timeout_ms, _UNREACHABLE_WAIT_MS) if away else timeout_ms) / 1000.0
+    sock = _socket(state, endpoint)
+    state["next_id"] += 1
+    request_id = state["next_id"]
+    header = _REQUEST_MAGIC + struct.pack(">Qq", request_id, int(time.time() * 1000000))
+    while True:
+        try:
+            # Copying beats zero-copy for anything but big frames (pyzmq's docs).
+            sock.send_multipart([header] + list(frames), flags=zmq.NOBLOCK, copy=len(frames[0]) < 65536)
+            break
+        except zmq.Again:
+            # Not connected (ZMQ_IMMEDIATE): nothing was queued, so the socket
+            # stays and keeps reconnecting in the background.
+            remaining_ms = int((deadline - time.monotonic()) * 1000)
+            if away or remaining_ms <= 0 or not sock.poll(remaining_ms, zmq.POLLOUT):
+                return "brine-master is not running at {}".format(endpoint)
+    while True:
+        remaining_ms = int((deadline - time.monotonic()) * 1000)
+        if remaining_ms <= 0 or not sock.poll(remaining_ms, zmq.POLLIN):
+            _drop_socket(state)
+            return "brine-master at {} did not answer within {} ms".format(endpoint, timeout_ms)
+        reply = sock.recv_multipart(zmq.NOBLOCK)
+        head = reply[0] if reply else b""
+        if len(head) < 13 or head[:4] != _REPLY_MAGIC:
+            continue
+        (reply_id,) = struct.unpack(">Q", head[4:12])
+        if reply_id != request_id:
+            continue  # the late answer to an earlier request this process gave up on
+        if head[12] == 0:
+            return None
+        return head[13:].decode("utf-8", "replace") or "brine-master did not take the request"
+
+
+def _write(frames):
+    """Hands `frames` to brine-master and returns once they are committed or
+    spooled. Returns True when committed. Never raises."""
     if not frames:
         return True
-    endpoint = _pull_endpoint()
-    if endpoint is None:
-        _spool(frames)
-        return False
     state = _process_state()
-    try:
-        sock = _socket(endpoint)
-    except zmq.ZMQError as exc:
-        _log_once("connect", logging.ERROR, "brine: cannot connect to %s: %s; spooling", endpoint, exc)
-        _spool(frames)
-        return False
-    # After a timeout, later calls do not wait again while brine-master stays
-    # away; ZeroMQ reconnects in the background and the next send that finds
-    # the connection back goes through.
-    # The timeout bounds the wait for each frame: a big batch that brine-master
-    # keeps taking is not cut short.
-    timeout_s = 0 if state["unreachable"] else _send_timeout_ms() / 1000.0
-    for i, frame in enumerate(frames):
-        deadline = time.monotonic() + timeout_s
-        while True:
+    endpoint = _cache_endpoint()
+    reason = "no endpoint"
+    if endpoint is not None:
+        with state["lock"]:
             try:
-                sock.send(frame, zmq.NOBLOCK)
-                break
-            except zmq.Again:
-                remaining_ms = int((deadline - time.monotonic()) * 1000)
-                if remaining_ms <= 0 or not sock.poll(remaining_ms, zmq.POLLOUT):
-                    if not state["unreachable"]:
-                        log.warning(
-                            "brine: brine-master at %s did not take a frame within %d ms; "
-                            "spooling to %s until it does",
-                            endpoint,
-                            _send_timeout_ms(),
-                            _spool_path(),
-                        )
-                    state["unreachable"] = True
-                    _spool(frames[i:])
-                    return False
-    if state["unreachable"]:
-        log.info("brine: brine-master at %s takes frames again", endpoint)
-        state["unreachable"] = False
-    return True
+                reason = _request(state, endpoint, frames)
+            except zmq.ZMQError as exc:
+                _drop_socket(state)
+                reason = "cannot reach {}: {}".format(endpoint, exc)
+            if reason is None:
+                if state["unreachable"] == endpoint:
+                    log.info("brine: brine-master at %s takes writes again", endpoint)
+                state["unreachable"] = None
+                return True
+            if state["unreachable"] != endpoint:
+                log.warning("brine: %s; spooling to %s until it does", reason, _spool_path())
+            state["unreachable"] = endpoint
+    _spool(frames)
+    return False
+
+
+# --- the spool -----------------------------------------------------------------
+
+
+def _service_account():
+    """(uid, gid) of the Salt master's `user`, who owns the spool; None when
+    this process need not (or cannot) hand files to it."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pw = pwd.getpwnam(str(__opts__.get("user") or "root"))
+    except KeyError:
+        return None
+    if pw.pw_uid == 0:
+        return None
+    return pw.pw_uid, pw.pw_gid
 
 
 def _spool(frames):
-    """Appends records for `frames` to this process's spool file, fsynced."""
+    """Appends records for `frames` to this process's spool file, fsynced.
+    Returns False (logged critical) when the spool cannot be written."""
+    path = _spool_path()
+    try:
+        _append_spool(path, frames)
+        return True
+    except OSError as exc:
+        log.critical(
+            "brine: cannot spool %d job-cache frames to %s (%s) while brine-master is unreachable; "
+            "they are lost",
+            len(frames),
+            path,
+            exc,
+        )
+        return False
+
+
+def _append_spool(path, frames):
     import fcntl  # not on Windows, where Salt masters do not run
 
-    path = _spool_path()
     directory = os.path.dirname(path)
-    os.makedirs(directory, mode=0o700, exist_ok=True)
+    owner = _service_account()
+    if not os.path.isdir(directory):
+        os.makedirs(os.path.dirname(directory), exist_ok=True)  # Salt's cachedir
+        try:
+            os.mkdir(directory, 0o700)
+            if owner is not None:
+                os.chown(directory, *owner)
+        except FileExistsError:
+            pass
     data = b"".join(
         _SPOOL_MAGIC + struct.pack(">I", len(f)) + f + struct.pack(">I", zlib.crc32(f) & 0xFFFFFFFF)
         for f in frames
     )
     while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             # brine-master may have taken (renamed) the file between our open
             # and our lock: then write to a fresh one.
             mine = os.fstat(fd)
             try:
-                current = os.stat(path)
+                current = os.stat(path, follow_symlinks=False)
             except FileNotFoundError:
                 continue
             if (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
                 continue
+            if owner is not None and mine.st_uid != owner[0]:
+                # root writes for the Salt master's user, who must read,
+                # rename and remove the file.
+                os.fchown(fd, *owner)
             size = mine.st_size
             try:
                 view = memoryview(data)
@@ -319,17 +444,181 @@ def _spool(frames):
                     os.fsync(dir_fd)
                 finally:
                     os.close(dir_fd)
-            _log_once("spooled", logging.WARNING, "brine: frames are spooled in %s", path)
+            _log_once("spooled", logging.WARNING, "brine: writes are spooled in %s", path)
             return
         finally:
             os.close(fd)
 
 
-def _send_cache(op, data):
-    return _send([_frame(_CACHE_PREFIX + op, data)])
+def _parse_spool(data):
+    """The complete records' payloads of a spool file (spool.h's grammar);
+    bytes that are not a complete record are skipped up to the next magic."""
+    frames = []
+    pos = 0
+    while pos < len(data):
+        if data[pos : pos + 4] == _SPOOL_MAGIC and pos + 8 <= len(data):
+            (length,) = struct.unpack(">I", data[pos + 4 : pos + 8])
+            end = pos + 8 + length
+            if end + 4 <= len(data):
+                payload = data[pos + 8 : end]
+                (crc,) = struct.unpack(">I", data[end : end + 4])
+                if zlib.crc32(payload) & 0xFFFFFFFF == crc:
+                    frames.append(payload)
+                    pos = end + 4
+                    continue
+        nxt = data.find(_SPOOL_MAGIC, pos + 1)
+        if nxt < 0:
+            break
+        pos = nxt
+    return frames
+
+
+def _read_spool_file(path):
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, None
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return (st.st_ino, st.st_size, st.st_mtime_ns), b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _spooled_writes():
+    """The job-cache writes in the spool, as (operation, data), in file order.
+    Read before the store: a file brine-master files and removes between the
+    two reads is then seen in the store."""
+    try:
+        names = sorted(os.listdir(_spool_dir()))
+    except OSError:
+        return []
+    state = _process_state()
+    cache = state["spool_cache"]
+    seen = set()
+    writes = []
+    for name in names:
+        if not (name.endswith(".frames") or name.endswith(".frames.taken")):
+            continue
+        path = os.path.join(_spool_dir(), name)
+        try:
+            key, data = _read_spool_file(path)
+        except FileNotFoundError:
+            if not name.endswith(".frames"):
+                continue  # filed and removed meanwhile: the store has it
+            try:  # taken (renamed) by brine-master meanwhile
+                path += ".taken"
+                key, data = _read_spool_file(path)
+            except OSError:
+                continue
+        except OSError as exc:
+            _log_once("spool-read:" + name, logging.WARNING, "brine: cannot read the spool file %s: %s", path, exc)
+            continue
+        if key is None:
+            continue
+        seen.add(path)
+        cached = cache.get(path)
+        if cached is None or cached[0] != key:
+            parsed = []
+            for frame in _parse_spool(data):
+                tag, sep, packed = frame.partition(b"\n\n")
+                if not sep or not tag.startswith(_CACHE_PREFIX.encode()):
+                    continue
+                try:
+                    payload = msgpack.unpackb(
+                        packed, raw=False, strict_map_key=False, unicode_errors="surrogateescape"
+                    )
+                except Exception:  # pylint: disable=broad-except
+                    continue
+                if isinstance(payload, dict):
+                    parsed.append((tag[len(_CACHE_PREFIX) :].decode("utf-8", "replace"), payload))
+            cached = (key, parsed)
+            cache[path] = cached
+        writes.extend(cached[1])
+    for path in list(cache):
+        if path not in seen:
+            del cache[path]
+    return writes
+
+
+class _Spooled:
+    """What the spooled job-cache writes say, with the store's rules: a
+    publish load wins over another load, a job with only returns gets the stub
+    load a return makes, minion lists merge, the first return per minion wins."""
+
+    def __init__(self, writes):
+        self.loads = {}
+        self.minions = {}
+        self.returns = {}
+        self.endtimes = {}
+        for op, data in writes:
+            jid = data.get("jid")
+            if not isinstance(jid, str):
+                continue
+            if op == "save_load":
+                load = data.get("load")
+                if isinstance(load, dict):
+                    old = self.loads.get(jid)
+                    if old is None or old.get("brine_stub") or (
+                        load.get("cmd") == "publish" and old.get("cmd") != "publish"
+                    ):
+                        self.loads[jid] = dict(load)
+                self._merge(jid, data.get("minions"))
+            elif op == "save_minions":
+                self._merge(jid, data.get("minions"))
+            elif op == "return":
+                minion = data.get("id")
+                if not isinstance(minion, str):
+                    continue
+                self.returns.setdefault(jid, {}).setdefault(minion, data)
+                if jid not in self.loads:
+                    self.loads[jid] = dict(self._stub(data), brine_stub=True)
+                self._merge(jid, [minion])
+            elif op == "endtime" and isinstance(data.get("endtime"), str):
+                self.endtimes[jid] = data["endtime"]
+
+    def _merge(self, jid, minions):
+        if isinstance(minions, (list, tuple)):
+            self.minions.setdefault(jid, set()).update(m for m in minions if isinstance(m, str))
+
+    @staticmethod
+    def _stub(ret):
+        stub = {"jid": ret["jid"]}
+        if "fun" in ret:
+            stub["fun"] = ret["fun"]
+        stub["arg"] = ret.get("arg") or ret.get("fun_args") or []
+        stub["tgt"] = ret["id"]
+        stub["tgt_type"] = "glob"
+        if "user" in ret:
+            stub["user"] = ret["user"]
+        return stub
+
+    def load(self, jid):
+        load = self.loads.get(jid)
+        if load is None:
+            return None
+        load = dict(load)
+        load.pop("brine_stub", None)
+        return load
+
+    def jids(self):
+        return sorted(self.loads)
+
+
+def _spooled():
+    return _Spooled(_spooled_writes())
 
 
 # --- writes ------------------------------------------------------------------
+
+
+def _write_cache(op, data):
+    return _write([_frame(_CACHE_PREFIX + op, data)])
 
 
 def _gen_jid():
@@ -338,12 +627,13 @@ def _gen_jid():
     now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     if not __opts__.get("unique_jid", False):
         return now.strftime("%Y%m%d%H%M%S%f")
-    pid = os.getpid()
-    last = _LAST_JID_TIME["time"] if _LAST_JID_TIME["pid"] == pid else None
-    if last is not None and now <= last:
-        now = last + datetime.timedelta(microseconds=1)
-    _LAST_JID_TIME.update({"pid": pid, "time": now})
-    return "{}_{}".format(now.strftime("%Y%m%d%H%M%S%f"), pid)
+    state = _process_state()
+    with state["lock"]:
+        last = state["jid_time"]
+        if last is not None and now <= last:
+            now = last + datetime.timedelta(microseconds=1)
+        state["jid_time"] = now
+    return "{}_{}".format(now.strftime("%Y%m%d%H%M%S%f"), os.getpid())
 
 
 def prep_jid(nocache=False, passed_jid=None, recurse_count=0):  # pylint: disable=unused-argument
@@ -353,7 +643,7 @@ def prep_jid(nocache=False, passed_jid=None, recurse_count=0):  # pylint: disabl
     """
     jid = passed_jid if passed_jid is not None else _gen_jid()
     if nocache:
-        _send_cache("prep_jid", {"jid": jid, "nocache": True})
+        _write_cache("prep_jid", {"jid": jid, "nocache": True})
     return jid
 
 
@@ -363,7 +653,7 @@ def save_load(jid, load, minions=None):
     over an event's or a return's, never a return's over a publish (case C6);
     minion lists merge.
     """
-    _send_cache(
+    _write_cache(
         "save_load",
         {"jid": jid, "load": load, "minions": list(minions) if minions is not None else None},
     )
@@ -374,18 +664,19 @@ def save_minions(jid, minions, syndic_id=None):
     data = {"jid": jid, "minions": list(minions)}
     if syndic_id is not None:
         data["syndic_id"] = syndic_id
-    _send_cache("save_minions", data)
+    _write_cache("save_minions", data)
 
 
 def returner(ret):
     """Stores one minion return; the first return per minion and job wins."""
     if ret.get("jid") == "req":
         ret["jid"] = prep_jid(nocache=ret.get("nocache", False))
-    _send_cache("return", ret)
+    _write_cache("return", ret)
 
 
 def event_return(events):
-    """Forwards Salt's events (``{"tag": ..., "data": ...}``) in order."""
+    """Archives Salt's events (``{"tag": ..., "data": ...}``) in order, as one
+    acknowledged batch."""
     frames = []
     for event in events:
         tag = event.get("tag", "")
@@ -397,12 +688,12 @@ def event_return(events):
             log.warning("brine: not forwarding an event tagged %s: the brine/cache/ tags are brine's own", tag)
             continue
         frames.append(_frame(tag, data))
-    _send(frames)
+    _write(frames)
 
 
 def update_endtime(jid, time):  # pylint: disable=redefined-outer-name
     """Records the job's end time text (job_cache_store_endtime)."""
-    _send_cache("endtime", {"jid": jid, "endtime": time})
+    _write_cache("endtime", {"jid": jid, "endtime": time})
 
 
 def clean_old_jobs():
@@ -438,62 +729,143 @@ def _query(sql, params=()):
         conn.close()
 
 
+_MONTHS = ["", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+
+def _jid_to_time(jid):
+    """Salt's jid_to_time, as the brine_api_v1_job view computes it."""
+    if not (len(jid) == 20 or (len(jid) > 21 and jid[20] == "_")) or not jid[:20].isdigit():
+        return ""
+    month = int(jid[4:6])
+    name = _MONTHS[month] if 0 < month <= 12 else ""
+    return "{}, {} {} {}:{}:{}.{}".format(jid[:4], name, jid[6:8], jid[8:10], jid[10:12], jid[12:14], jid[14:20])
+
+
+def _instance(jid, load, ext):
+    """format_jid_instance(_ext) of a spooled load, as the view builds it."""
+    job = {
+        "Function": load.get("fun", "unknown-function"),
+        "Arguments": load.get("arg", []),
+        "Target": load.get("tgt", "unknown-target"),
+        "Target-type": load.get("tgt_type", "list"),
+        "User": load.get("user", "root"),
+    }
+    metadata = load.get("metadata")
+    if metadata is None and isinstance(load.get("kwargs"), dict):
+        metadata = load["kwargs"].get("metadata")
+    if metadata is not None:
+        job["Metadata"] = metadata
+    if ext:
+        job["JID"] = jid
+    job["StartTime"] = _jid_to_time(jid)
+    return job
+
+
+def _result(ret):
+    """local_cache's get_jid entry of one return load."""
+    out = {"return": ret.get("return")}
+    for key in ("retcode", "success", "out"):
+        if key in ret:
+            out[key] = ret[key]
+    return out
+
+
 def get_load(jid):
     """The job's load plus ``Minions`` (sorted expected minions); {} if unknown."""
+    spooled = _spooled()
     rows = _query("SELECT load FROM brine_api_v1_job WHERE jid = ?", (jid,))
-    if not rows:
+    load = json.loads(rows[0][0]) if rows else spooled.load(jid)
+    if rows and rows[0] and (spooled.loads.get(jid) or {}).get("cmd") == "publish" and load.get("cmd") != "publish":
+        load = spooled.load(jid)  # the publish load is still in the spool; the store has a stub
+    if load is None:
         return {}
-    load = json.loads(rows[0][0])
-    minions = _query("SELECT minion FROM brine_api_v1_job_minion WHERE jid = ? ORDER BY minion", (jid,))
+    minions = set(spooled.minions.get(jid, ()))
+    for row in _query("SELECT minion FROM brine_api_v1_job_minion WHERE jid = ?", (jid,)) or ():
+        minions.add(row[0])
     if minions:
-        load["Minions"] = [m[0] for m in minions]
+        load["Minions"] = sorted(minions)
     return load
 
 
 def get_jid(jid):
     """{minion: {"return", ["retcode"], ["success"], ["out"]}}; {} if unknown."""
+    spooled = _spooled().returns.get(jid, {})
     rows = _query("SELECT minion, result FROM brine_api_v1_return WHERE jid = ? ORDER BY minion", (jid,))
-    return {minion: json.loads(result) for minion, result in rows or ()}
+    ret = {minion: json.loads(result) for minion, result in rows or ()}
+    if spooled:
+        for minion, load in spooled.items():
+            ret.setdefault(minion, _result(load))
+        ret = dict(sorted(ret.items()))
+    return ret
 
 
 def get_jids():
     """{jid: {Function, Arguments, Target, Target-type, User, [Metadata], StartTime[, EndTime]}}."""
+    spooled = _spooled()
     rows = _query("SELECT jid, instance, endtime FROM brine_api_v1_job ORDER BY jid")
     with_endtime = bool(__opts__.get("job_cache_store_endtime", False))
     ret = {}
     for jid, instance, endtime in rows or ():
         job = json.loads(instance)
+        endtime = endtime if endtime is not None else spooled.endtimes.get(jid)
         if with_endtime and endtime is not None:
             job["EndTime"] = endtime
         ret[jid] = job
+    missing = [jid for jid in spooled.jids() if jid not in ret]
+    for jid in missing:
+        job = _instance(jid, spooled.load(jid), ext=False)
+        if with_endtime and jid in spooled.endtimes:
+            job["EndTime"] = spooled.endtimes[jid]
+        ret[jid] = job
+    if missing:
+        ret = dict(sorted(ret.items()))
     return ret
 
 
 def get_jids_filter(count, filter_find_job=True):
     """The newest `count` jobs, oldest first, as format_jid_instance_ext."""
+    spooled = _spooled()
     rows = _query(
-        "SELECT instance_ext FROM (SELECT jid, instance_ext FROM brine_api_v1_job"
+        "SELECT jid, instance_ext FROM (SELECT jid, instance_ext FROM brine_api_v1_job"
         " WHERE (? = 0 OR fun IS NOT 'saltutil.find_job') ORDER BY jid DESC LIMIT ?) ORDER BY jid",
         (1 if filter_find_job else 0, int(count)),
     )
-    return [json.loads(r[0]) for r in rows or ()]
+    jobs = {jid: json.loads(instance) for jid, instance in rows or ()}
+    for jid in spooled.jids():
+        load = spooled.load(jid)
+        if jid not in jobs and not (filter_find_job and load.get("fun") == "saltutil.find_job"):
+            jobs[jid] = _instance(jid, load, ext=True)
+    return [jobs[jid] for jid in sorted(jobs)[-int(count) :]] if int(count) > 0 else []
 
 
 def get_fun(fun):
     """{minion: full return load} from each minion's newest job running `fun`."""
-    rows = _query("SELECT minion, full_ret FROM brine_api_v1_fun_latest WHERE fun = ? ORDER BY minion", (fun,))
-    return {minion: json.loads(full_ret) for minion, full_ret in rows or ()}
+    spooled = _spooled()
+    rows = _query("SELECT minion, full_ret, jid FROM brine_api_v1_fun_latest WHERE fun = ? ORDER BY minion", (fun,))
+    newest = {minion: (jid, json.loads(full_ret)) for minion, full_ret, jid in rows or ()}
+    for jid, returns in spooled.returns.items():
+        for minion, ret in returns.items():
+            if ret.get("fun") == fun and (minion not in newest or newest[minion][0] < jid):
+                newest[minion] = (jid, ret)
+    return {minion: newest[minion][1] for minion in sorted(newest)}
 
 
 def get_minions():
     """Every minion that has returned, sorted."""
+    spooled = _spooled()
     rows = _query("SELECT minion FROM brine_api_v1_returned_minion ORDER BY minion")
-    return [r[0] for r in rows or ()]
+    minions = {r[0] for r in rows or ()}
+    for returns in spooled.returns.values():
+        minions.update(returns)
+    return sorted(minions)
 
 
 def get_endtime(jid):
     """The job's end time text, or False."""
+    spooled = _spooled()
     rows = _query("SELECT endtime FROM brine_api_v1_endtime WHERE jid = ?", (jid,))
-    if not rows:
-        return False
-    return rows[0][0].rstrip("\n")
+    if rows:
+        return rows[0][0].rstrip("\n")
+    if jid in spooled.endtimes:
+        return spooled.endtimes[jid].rstrip("\n")
+    return False

@@ -52,6 +52,9 @@
 //                 error critical quiet, any case, stored lowercase
 //   tcp_master_pub_port 4512 / tcp_master_pull_port 4513: only as the defaults of
 //                 brine.tcp_pub_port / brine.tcp_pull_port
+//   master_job_cache "local_cache"; "brine" means the Salt plug-in is this master's
+//                 job cache, and only its acknowledged writes and spool fill brine's
+//                 job cache (docs/salt.md, "Which mode a master is in")
 // root_dir is applied as Salt's prepend_root_dir applies it: every path below
 // (sock_dir, cachedir and all brine.* paths, whether set or defaulted) is put
 // under abspath(root_dir), unless it already starts with it; relative paths
@@ -73,6 +76,8 @@
 //   brine.sock_dir            the effective sock_dir
 //   brine.tcp_pull_port       tcp_master_pull_port (4513), 1-65535
 //   brine.tcp_pub_port        tcp_master_pub_port (4512), 1-65535, not the pull port
+//   brine.tcp_cache_port      4514, 1-65535, neither bus port: the plug-in's
+//                             acknowledged job-cache socket in ipc_mode tcp
 //   brine.log_file            /var/log/salt/brine-master
 //   brine.log_level           log_level (same names)
 //   brine.batch_max_events    10000          brine.flush_interval_ms   100
@@ -81,6 +86,12 @@
 //   brine.max_queue_mb        32 (at most 2^43 - 1, so bytes fit 64 bits)
 //   brine.keep_events_seconds the effective keep_jobs_seconds (0 = keep forever)
 //   brine.active_window_s     300            brine.send_timeout_ms     2000
+//   brine.queue_timeout_s     known but not read here: the Salt queue backend's
+//                             limit on one brine-run call (default 60)
+//   brine.metrics_file        <cachedir>/brine-master.prom: brine-master's metrics in
+//                             Prometheus's text format, rewritten (atomically) every second;
+//                             brine.health and brine.stats read it too
+//   brine.lag_warning_s       10: brine-master warns when frames wait longer than this
 // Other brine.* keys are ignored with a warning in `warnings`.
 //
 // Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
@@ -126,6 +137,9 @@ struct MasterConfig {
   std::vector<std::string> event_return_blacklist;
   std::string log_level = "warning";
   int timeout_s = 5;
+  std::string master_job_cache = "local_cache";
+  // True when the Salt plug-in is this master's job cache (master_job_cache: brine).
+  [[nodiscard]] bool PluginIsJobCache() const { return master_job_cache == "brine"; }
 
   struct Brine {
     enum class Sync { kNormal, kFull };
@@ -135,6 +149,7 @@ struct MasterConfig {
     std::filesystem::path log_file = "/var/log/salt/brine-master";
     int tcp_pull_port = 4513;
     int tcp_pub_port = 4512;
+    int tcp_cache_port = 4514;
     std::string log_level = "warning";
     std::int64_t batch_max_events = 10000;
     std::int64_t flush_interval_ms = 100;
@@ -144,6 +159,8 @@ struct MasterConfig {
     std::int64_t keep_events_seconds = 86400;
     std::int64_t active_window_s = 300;
     std::int64_t send_timeout_ms = 2000;
+    std::filesystem::path metrics_file = "/var/cache/salt/master/brine-master.prom";
+    std::int64_t lag_warning_s = 10;
   } brine;
 
   // The merged file contents (master file and includes, in Salt's order and

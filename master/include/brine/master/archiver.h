@@ -26,6 +26,15 @@
 //   brine/cache/endtime       {jid, endtime}
 //   brine/cache/prep_jid      {jid, nocache: true}  (sent only for nocache)
 // A private frame that is malformed, or names another operation, is quarantined.
+//
+// When the Salt master's config says `master_job_cache: brine`, the plug-in is
+// the job cache's one authority: brine/cache/* frames count only from its own
+// channels (the acknowledged socket and the spool; one on the pull socket is
+// quarantined), and bus events fill no job cache at all. A return on the bus
+// (salt/job/<jid>/ret/<minion>, a bare-jid _return, salt/run/<jid>/ret) is then
+// archived as an event only: a forged one can no longer win "first return
+// wins" over the return Salt itself stores. The archived event still shares
+// the stored return's payload when it is the same return.
 #pragma once
 
 #include <chrono>
@@ -53,6 +62,8 @@ struct ArchiverOptions {
   std::vector<std::string> blacklist;  // fnmatch globs; a match is not archived (deny wins)
   bool job_cache = true;
   bool runner_returns = true;
+  // master_job_cache: brine (see above).
+  bool plugin_is_job_cache = false;
   std::string master_id;               // the pseudo-minion runner results are filed under
   std::size_t max_frame_bytes = std::size_t{64} << 20;
 };
@@ -87,12 +98,18 @@ class Archiver {
   // Whether an event with this tag goes into the archive.
   [[nodiscard]] bool PassesFilters(const std::string& tag) const;
 
+  [[nodiscard]] bool PluginIsJobCache() const { return options_.plugin_is_job_cache; }
+
  private:
   static constexpr std::chrono::seconds kQuarantineLogInterval{10};
 
   // Applies one brine/cache/* frame; returns a reason when it is malformed.
   std::optional<std::string> ApplyCacheWrite(store::Store& store, const std::string& tag, const Value& data,
                                              Counters& counts);
+  // Archives the event unless the filters keep it out; `payload_is_data`: the
+  // return in `outcome` has exactly this payload (stored once, shared).
+  void ArchiveEvent(store::Store& store, std::string tag, Value data, Micros received,
+                    const std::optional<store::ReturnOutcome>& outcome, bool payload_is_data, Counters& counts);
   void CountReturn(const std::optional<store::ReturnOutcome>& outcome, const Value& data,
                    const std::string& minion, Counters& counts);
 

@@ -1,12 +1,21 @@
 // The bounded queue between brine-master's socket reader and its writer.
 //
-// Bounded in bytes (brine.max_queue_mb): when full, Push blocks, so the reader
-// stops reading and frames wait in ZeroMQ's receive pipe instead of being
-// dropped. One frame larger than the whole capacity is still let in when the
-// queue is empty, so it cannot wedge the pipeline.
+// Two lanes. The bus lane holds frames read from the pull socket, bounded in
+// bytes (brine.max_queue_mb): the reader reads only while HasRoom, so when the
+// lane is full frames wait in ZeroMQ's receive pipe instead of being dropped,
+// while the reader goes on serving the acknowledged socket. The lane can hold
+// one frame more than its capacity (the one read last), so a frame larger than
+// the whole capacity cannot wedge the pipeline.
+//
+// The acknowledged lane holds the Salt plug-in's requests (cache_socket.h),
+// each a group of frames a caller is waiting on. It has a byte budget of its
+// own and never blocks: a request that does not fit is refused, and the
+// plug-in spools it. Pops hand out acknowledged requests before bus frames, so
+// they never wait behind a bus backlog.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -24,35 +33,69 @@ struct Frame {
   int parts = 1;      // ZeroMQ message parts; more than 1 is quarantined
   std::string damage; // non-empty: not a frame but bytes a spool file could not
                       // account for (spool.h); quarantined with this reason
+  // Where the frame came from. The Salt plug-in's job-cache writes
+  // (brine/cache/*) count only from its own channels when it is the master's
+  // job cache (archiver.h).
+  enum class Source { kBus, kAcked, kSpool };
+  Source source = Source::kBus;
+  std::uint64_t ack_token = 0;  // the AckRequest it belongs to; 0: none
+};
+
+// Frames a Salt process waits on: they are filed and committed together, then
+// the writer reports `token` done (ack.h).
+struct AckRequest {
+  std::uint64_t token = 0;
+  std::vector<Frame> frames;
+  // Past this instant the caller has given up and spooled the frames, so they
+  // must not be filed from here too.
+  Micros expires{};
+  [[nodiscard]] std::size_t bytes() const;
 };
 
 class FrameQueue {
  public:
+  // Each lane holds up to `capacity_bytes`.
   explicit FrameQueue(std::size_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
 
-  // Adds `frame`, waiting while the queue is full. Returns false (frame not
-  // added) only after Close().
+  // Adds `frame` to the bus lane, full or not (see HasRoom), unless the
+  // queue is closed. Returns HasRoom() as it is afterwards: whether the reader
+  // may read another frame.
   bool Push(Frame frame);
 
-  // Moves up to `max_frames` frames into `out`, waiting until `deadline` for
-  // the first one. Returns the number moved; 0 on timeout, or when the queue
-  // is closed and empty.
+  // True when the bus lane is below its capacity: the reader may read one
+  // more frame.
+  [[nodiscard]] bool HasRoom();
+
+  // Adds `request` to the acknowledged lane unless that would pass its budget
+  // (an empty lane takes any request) or the queue is closed. Never waits.
+  [[nodiscard]] bool PushAcked(AckRequest request);
+
+  // Waits until `deadline` for work. When acknowledged requests are waiting,
+  // moves all of them into `acked` and no bus frames; otherwise moves up to
+  // `max_frames` bus frames into `out`. Returns the number of frames and
+  // requests moved; 0 on timeout, or when the queue is closed and empty.
   std::size_t PopUpTo(std::size_t max_frames, std::chrono::steady_clock::time_point deadline,
-                      std::vector<Frame>& out);
+                      std::vector<Frame>& out, std::vector<AckRequest>& acked);
+  // Moves the acknowledged requests waiting now into `acked`, without waiting.
+  std::size_t PopAcked(std::vector<AckRequest>& acked);
 
   // No more pushes; pops go on until the queue is empty.
   void Close();
   [[nodiscard]] bool ClosedAndEmpty();
   [[nodiscard]] std::size_t depth_frames();
   [[nodiscard]] std::size_t depth_bytes();
+  [[nodiscard]] std::size_t acked_depth();
 
  private:
+  std::size_t TakeAckedLocked(std::vector<AckRequest>& acked);  // mu_ held
+
   const std::size_t capacity_bytes_;
   std::mutex mu_;
   std::condition_variable not_empty_;
-  std::condition_variable not_full_;
   std::deque<Frame> frames_;
   std::size_t bytes_ = 0;
+  std::deque<AckRequest> acked_;
+  std::size_t acked_bytes_ = 0;
   bool closed_ = false;
 };
 

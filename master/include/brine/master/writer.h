@@ -13,6 +13,17 @@
 // commit; meanwhile the queue fills and the reader stops reading. A frame that
 // fails for a reason of its own (not I/O) is quarantined instead of replayed.
 //
+// Acknowledged requests (the Salt plug-in's writes, cache_socket.h) come first:
+// whenever one waits, the writer files every request waiting, then commits at
+// once (group commit: the open batch's bus frames go along), and posts each
+// request's token to the AckMailbox only after that COMMIT returned OK. Bus
+// frames are taken a few hundred at a time, so a request waits behind at most
+// one such chunk, never behind the backlog. A request that has expired (its
+// caller has spooled it) is not filed. When a write or commit fails, the
+// requests in the batch are answered "not taken" at once and dropped from it
+// (their callers spool them, so nothing is filed twice), and while the store
+// is failing new requests are refused by the reader (Failing()).
+//
 // Between batches it runs maintenance every loop_interval (first pass at
 // start): the Salt plug-in's spool files (spool.h) are read, their frames
 // filed like the bus's and committed, then each file is removed; retention in transactions of at most 5,000 rows that yield to
@@ -20,6 +31,7 @@
 // and a wal_checkpoint(TRUNCATE).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -28,8 +40,10 @@
 #include <vector>
 
 #include "brine/core/time.h"
+#include "brine/master/ack.h"
 #include "brine/master/archiver.h"
 #include "brine/master/frame_queue.h"
+#include "brine/master/live_status.h"
 #include "brine/master/logger.h"
 #include "brine/store/store.h"
 
@@ -47,12 +61,16 @@ struct WriterOptions {
   std::chrono::milliseconds backoff_max{30000};
   // Where the Salt plug-in spools frames (<cachedir>/brine-spool); empty: none.
   std::filesystem::path spool_dir;
+  // Where the writer shows its progress to the reporter (reporter.h); must
+  // outlive the Writer. nullptr: nowhere.
+  LiveStatus* status = nullptr;
 };
 
 class Writer {
  public:
   // All references must outlive the Writer.
-  Writer(WriterOptions options, Archiver& archiver, Logger& log, FrameQueue& queue, const Clock& clock);
+  Writer(WriterOptions options, Archiver& archiver, Logger& log, FrameQueue& queue, const Clock& clock,
+         AckMailbox& acks);
 
   // Opens the store (applying migrations) and resets this run's counters.
   // Throws the store's errors; brine-master exits on them at start.
@@ -62,11 +80,21 @@ class Writer {
   // returns. Never throws for store failures: it retries until they pass.
   void Run();
 
+  // True while a failed write is being retried. Any thread.
+  [[nodiscard]] bool Failing() const { return failing_.load(std::memory_order_relaxed); }
+
  private:
-  void Ingest(Frame frame);
+  // Adds `frame` to the open batch. False when a failure made the writer
+  // replay and commit the batch (acknowledged frames were then refused).
+  bool Ingest(Frame frame);
+  void IngestAcked(AckRequest request);
+  void RefuseAcked(const std::string& why);
   void Commit();
   void ReplayUntilCommitted(const std::string& why);
+  // Writes the counters that differ from the committed ones into the open
+  // batch (or a transaction of its own); CountersCommitted() after the commit.
   void PutCounters(const Counters& pending);
+  void CountersCommitted();
   void MaintenanceStep();
   void IngestSpool();
   void Reopen();
@@ -76,17 +104,36 @@ class Writer {
   Logger& log_;
   FrameQueue& queue_;
   const Clock& clock_;
+  AckMailbox& acks_;
   std::unique_ptr<store::Store> store_;
   std::optional<store::Batch> batch_handle_;
   std::vector<Frame> batch_;
   Counters batch_counts_;
   Counters totals_;
   std::int64_t batches_ = 0;
+  // The counters as the store holds them, and as the open batch writes them.
+  std::vector<std::pair<std::string, std::int64_t>> counters_in_store_;
+  std::vector<std::pair<std::string, std::int64_t>> counters_pending_;
+  std::vector<std::uint64_t> acked_in_batch_;  // tokens of the requests in the open batch
+  std::int64_t acked_ = 0;                     // requests answered "stored"
+  std::int64_t acked_refused_ = 0;             // requests answered "not taken"
+  std::atomic<bool> failing_{false};
+  // The store's totals since it was created, as of this start (the *_total
+  // counters brine.stats shows beside the counts since start).
+  Counters base_totals_;
+  std::int64_t base_batches_ = 0;
+  std::int64_t started_us_ = 0;
+  // What the retention run in progress removed so far (logged once at its
+  // end), and whether a run has finished since start (the first is judged
+  // against the store's size: more than half is a warning).
+  store::CleanResult retention_run_;
+  bool retention_ran_ = false;
+  store::Store::RowCounts before_first_run_;
   std::int64_t last_commit_us_ = 0;
   std::int64_t oldest_event_us_ = 0;
   std::chrono::steady_clock::time_point batch_started_;
 
-  enum class Phase { kIdle, kSpool, kClean, kVacuum, kCheckpoint };
+  enum class Phase { kIdle, kSpool, kClean, kVacuum, kStatistics, kCheckpoint };
   Phase phase_ = Phase::kSpool;  // first pass at start
   std::chrono::steady_clock::time_point next_maintenance_;
 };

@@ -210,6 +210,13 @@ class Store {
   // The job takes its metadata from its first return with a dict `metadata`.
   [[nodiscard]] virtual ReturnOutcome Returner(const Value& ret) = 0;
 
+  // Whether `ret` (a return load as Returner takes it) is already stored for
+  // its jid and minion with the same payload apart from `_stamp`: then a
+  // kRepeat outcome naming the stored return (stamp_differs as Returner sets
+  // it), so an archived event can share its payload; nullopt otherwise.
+  // Writes nothing.
+  [[nodiscard]] virtual std::optional<ReturnOutcome> FindSameReturn(const Value& ret) = 0;
+
   // Archives bus events in order (Salt's event_return). Job events (tags
   // `salt/job/<jid>/...`, a bare jid, `new_job`) are linked to their job.
   virtual void EventReturn(std::span<const Event> events) = 0;
@@ -244,8 +251,29 @@ class Store {
   // Tries a wal_checkpoint(TRUNCATE). Readers may keep it from completing;
   // that is not an error. Not inside a batch.
   virtual void Checkpoint() = 0;
+  // Refreshes the query planner's statistics (SQLite: ANALYZE bounded by
+  // analysis_limit, a few milliseconds on any size of store), so the views'
+  // natural predicates keep their index plans as the store grows. Runs in a
+  // transaction of its own; not inside a batch. Throws StoreError. A backend
+  // that keeps its statistics itself need not override it.
+  virtual void RefreshStatistics() {}
 
   // --- reads --------------------------------------------------------------------
+  // Writes a consistent copy of the whole store to `to` (SQLite's backup API
+  // in one step under one read transaction, so a writer on another connection
+  // goes on and the copy is the store as of one commit; a single file, no WAL
+  // beside it). Works on a read-only Store. Throws StoreError when `to`
+  // exists or cannot be written.
+  virtual void BackupTo(const std::filesystem::path& to) = 0;
+  // PRAGMA integrity_check's verdict: "ok", or its first messages joined by "; ".
+  [[nodiscard]] virtual std::string IntegrityCheck() = 0;
+  // How many jobs and archived events the store holds (count(*): a full
+  // index scan, for a once-per-start judgement, not for every pass).
+  struct RowCounts {
+    std::int64_t jobs = 0;
+    std::int64_t events = 0;
+  };
+  [[nodiscard]] virtual RowCounts CountRows() = 0;
   // Arrival time of the oldest archived event; nullopt when the archive is empty.
   [[nodiscard]] virtual std::optional<Micros> OldestEvent() = 0;
   // {master_id: {name: value}} for every master that wrote counters, by name.
@@ -303,5 +331,9 @@ class Store {
 
 // The highest schema version this binary knows.
 [[nodiscard]] int LatestSchemaVersion();
+
+// The SQLite library's version as it reports itself ("3.40.1"), for
+// --versions-report.
+[[nodiscard]] std::string SqliteVersion();
 
 }  // namespace brine::store

@@ -1,0 +1,272 @@
+#include "brine/master/reporter.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include "brine/master/service_notify.h"
+
+namespace brine::master {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+
+std::string Number(double v) {
+  char buf[64];
+  if (v == std::floor(v) && std::fabs(v) < 1e15) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.6f", v);
+  }
+  return buf;
+}
+
+// A label value: backslash, double quote and newline escaped (exposition format).
+std::string LabelValue(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void Metric(std::string& out, const char* name, const char* type, const char* help, double value,
+            const std::string& labels = "") {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+  out += name;
+  out += labels;
+  out += ' ';
+  out += Number(value);
+  out += '\n';
+}
+
+double Seconds(std::int64_t us) { return static_cast<double>(us) / 1e6; }
+
+std::int64_t FileSize(const std::filesystem::path& p) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(p, ec);
+  return ec ? 0 : static_cast<std::int64_t>(n);
+}
+
+}  // namespace
+
+std::string FormatMetrics(const MetricsSnapshot& m) {
+  std::string out;
+  auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  Metric(out, "brine_master_info", "gauge", "brine-master's version and master id (always 1).", 1,
+         "{version=\"" + LabelValue(m.version) + "\",master_id=\"" + LabelValue(m.master_id) + "\"}");
+  Metric(out, "brine_master_start_time_seconds", "gauge", "When brine-master started, in Unix seconds.",
+         m.start_time_s);
+  Metric(out, "brine_metrics_timestamp_seconds", "gauge", "When this file was written, in Unix seconds.", m.now_s);
+  Metric(out, "brine_events_received_total", "counter", "Frames taken off the event bus since start.",
+         d(m.received));
+  Metric(out, "brine_events_stored_total", "counter", "Events archived in salt_events since start.", d(m.stored));
+  Metric(out, "brine_events_filtered_total", "counter",
+         "Events the event_return filters kept out of the archive since start.", d(m.filtered));
+  Metric(out, "brine_frames_quarantined_total", "counter", "Frames that could not be decoded, kept raw, since start.",
+         d(m.quarantined));
+  Metric(out, "brine_returns_stored_total", "counter", "Minion returns newly stored in the job cache since start.",
+         d(m.returns));
+  Metric(out, "brine_returns_duplicate_total", "counter",
+         "Returns whose payload differed from the first one stored, since start.", d(m.duplicates));
+  Metric(out, "brine_cache_writes_total", "counter", "Job-cache frames from the Salt plug-in applied since start.",
+         d(m.cache_writes));
+  Metric(out, "brine_batches_committed_total", "counter", "Write transactions committed since start.", d(m.batches));
+  Metric(out, "brine_last_commit_timestamp_seconds", "gauge", "When the last batch committed, in Unix seconds (0: none).",
+         m.last_commit_s);
+  Metric(out, "brine_commit_lag_seconds", "gauge",
+         "How long frames have waited for a commit (0 when none wait).", m.commit_lag_s);
+  Metric(out, "brine_pending_frames", "gauge", "Frames read off the bus and not yet committed.", d(m.pending_frames));
+  Metric(out, "brine_queue_frames", "gauge", "Frames in the queue between the bus reader and the writer.",
+         d(m.queue_frames));
+  Metric(out, "brine_queue_bytes", "gauge", "Bytes in that queue.", d(m.queue_bytes));
+  Metric(out, "brine_queue_capacity_bytes", "gauge", "That queue's capacity (brine.max_queue_mb).",
+         d(m.queue_capacity_bytes));
+  Metric(out, "brine_store_bytes", "gauge", "The store's size on disk, with its write-ahead log.", d(m.store_bytes));
+  Metric(out, "brine_spool_files", "gauge", "Spool files the Salt plug-in left for brine-master.", d(m.spool_files));
+  Metric(out, "brine_spool_bytes", "gauge", "Bytes in those spool files.", d(m.spool_bytes));
+  Metric(out, "brine_spool_oldest_age_seconds", "gauge", "Age of the oldest spool file (0: none).",
+         m.spool_oldest_age_s);
+  Metric(out, "brine_events_received_per_second", "gauge", "Frames received per second over the last minute.",
+         m.received_per_s);
+  Metric(out, "brine_events_stored_per_second", "gauge", "Events archived per second over the last minute.",
+         m.stored_per_s);
+  Metric(out, "brine_returns_stored_per_second", "gauge", "Returns stored per second over the last minute.",
+         m.returns_per_s);
+  return out;
+}
+
+void WriteFileAtomically(const std::filesystem::path& path, const std::string& text) {
+  // The temp name does not end in .prom, so the textfile collector skips it.
+  std::filesystem::path tmp = path;
+  tmp += "." + std::to_string(::getpid()) + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw std::runtime_error("cannot write " + tmp.string());
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+  }
+}
+
+Reporter::Reporter(ReporterOptions options, const LiveStatus& status, FrameQueue& queue, Logger& log,
+                   const Clock& clock)
+    : options_(std::move(options)),
+      status_(status),
+      queue_(queue),
+      log_(log),
+      clock_(clock),
+      start_time_s_(Seconds(ToUnixMicros(clock.Now()))),
+      next_throughput_(Steady::now() + options_.throughput_every) {
+  // The first file is there before the constructor returns, so whatever runs
+  // after READY=1 (ExecStartPost=brine-run brine.health) finds it.
+  Tick();
+  thread_ = std::thread([this] { Run(); });
+}
+
+Reporter::~Reporter() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Reporter::Run() {
+  auto tick = options_.tick;
+  // systemd wants a ping at least every WATCHDOG_USEC; ping twice as often.
+  if (const auto wd = WatchdogInterval()) {
+    tick = std::min(tick, std::chrono::duration_cast<std::chrono::milliseconds>(*wd / 2));
+  }
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    wake_.wait_for(lock, tick, [this] { return stop_; });
+    lock.unlock();
+    Tick();
+    lock.lock();
+  }
+}
+
+MetricsSnapshot Reporter::Take() {
+  MetricsSnapshot m;
+  m.version = BRINE_VERSION;
+  m.master_id = options_.master_id;
+  const std::int64_t now_us = ToUnixMicros(clock_.Now());
+  m.now_s = Seconds(now_us);
+  m.start_time_s = start_time_s_;
+  m.received = status_.received.load();
+  m.stored = status_.stored.load();
+  m.filtered = status_.filtered.load();
+  m.quarantined = status_.quarantined.load();
+  m.duplicates = status_.duplicates.load();
+  m.returns = status_.returns.load();
+  m.cache_writes = status_.cache_writes.load();
+  m.batches = status_.batches.load();
+  const std::int64_t last_commit_us = status_.last_commit_us.load();
+  m.last_commit_s = Seconds(last_commit_us);
+  m.queue_frames = static_cast<std::int64_t>(queue_.depth_frames());
+  m.queue_bytes = static_cast<std::int64_t>(queue_.depth_bytes());
+  m.queue_capacity_bytes = options_.queue_capacity_bytes;
+  m.pending_frames = m.queue_frames + status_.batch_frames.load();
+  if (m.pending_frames > 0) {
+    // Frames wait at most since the last commit (or the start, before one).
+    m.commit_lag_s = std::max(0.0, m.now_s - std::max(m.last_commit_s, m.start_time_s));
+  }
+  std::error_code ec;
+  m.store_bytes = FileSize(options_.database) + FileSize(std::filesystem::path(options_.database.string() + "-wal"));
+  if (!options_.spool_dir.empty() && std::filesystem::is_directory(options_.spool_dir, ec)) {
+    const auto now_file = std::filesystem::file_time_type::clock::now();
+    for (const auto& entry : std::filesystem::directory_iterator(options_.spool_dir, ec)) {
+      if (!entry.is_regular_file(ec)) continue;
+      ++m.spool_files;
+      m.spool_bytes += FileSize(entry.path());
+      const auto mtime = entry.last_write_time(ec);
+      if (!ec) m.spool_oldest_age_s = std::max(m.spool_oldest_age_s, std::chrono::duration<double>(now_file - mtime).count());
+    }
+  }
+  // Rates over the samples of the last minute.
+  const auto now = Steady::now();
+  window_.push_back({now, m.received, m.stored, m.returns});
+  while (window_.size() > 1 && now - window_.front().at > std::chrono::seconds(60)) window_.pop_front();
+  const double span = std::chrono::duration<double>(now - window_.front().at).count();
+  if (span > 0) {
+    m.received_per_s = static_cast<double>(m.received - window_.front().received) / span;
+    m.stored_per_s = static_cast<double>(m.stored - window_.front().stored) / span;
+    m.returns_per_s = static_cast<double>(m.returns - window_.front().returns) / span;
+  }
+  return m;
+}
+
+void Reporter::Tick() {
+  const MetricsSnapshot m = Take();
+  if (!options_.metrics_file.empty()) {
+    try {
+      WriteFileAtomically(options_.metrics_file, FormatMetrics(m));
+      if (metrics_failed_) log_.Log(LogLevel::kInfo, "brine.metrics_file is written again");
+      metrics_failed_ = false;
+    } catch (const std::exception& e) {
+      if (!metrics_failed_) log_.Log(LogLevel::kError, std::string("brine.metrics_file: ") + e.what());
+      metrics_failed_ = true;
+    }
+  }
+  const auto now = Steady::now();
+  if (const auto wd = WatchdogInterval()) {
+    const auto beat = Steady::time_point(std::chrono::nanoseconds(status_.heartbeat_ns.load()));
+    if (now - beat < *wd) (void)NotifyServiceManager("WATCHDOG=1");
+  }
+  auto fixed = [](double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return std::string(buf);
+  };
+  if (m.commit_lag_s > static_cast<double>(options_.lag_warning.count())) {
+    if (!lagging_ || now - last_lag_warning_ >= std::chrono::seconds(60)) {
+      log_.Log(LogLevel::kWarning, "commit lag " + fixed(m.commit_lag_s, 1) + " s (over brine.lag_warning_s, " +
+                                       std::to_string(options_.lag_warning.count()) + " s): " +
+                                       std::to_string(m.pending_frames) + " frames wait for the store");
+      last_lag_warning_ = now;
+    }
+    lagging_ = true;
+  } else if (lagging_ && m.pending_frames == 0) {
+    log_.Log(LogLevel::kInfo, "commit lag back to normal: no frames wait");
+    lagging_ = false;
+  }
+  if (now >= next_throughput_) {
+    next_throughput_ = now + options_.throughput_every;
+    log_.Log(LogLevel::kInfo, "last minute: " + fixed(m.received_per_s, 1) + " frames/s received, " +
+                                  fixed(m.stored_per_s, 1) + " events/s stored, " + fixed(m.returns_per_s, 1) +
+                                  " returns/s; since start " + std::to_string(m.received) + " received, " +
+                                  std::to_string(m.quarantined) + " quarantined; " + std::to_string(m.pending_frames) +
+                                  " frames pending, commit lag " + fixed(m.commit_lag_s, 3) + " s; store " +
+                                  fixed(static_cast<double>(m.store_bytes) / 1048576.0, 1) + " MiB, spool " +
+                                  std::to_string(m.spool_files) + " files");
+  }
+}
+
+}  // namespace brine::master

@@ -1,0 +1,12 @@
+-- 0005_no_recv_index: drops 0004's index of every return's arrival time.
+--
+-- Measured after 0004 landed (store_bench, this machine's base against 0004,
+-- back to back): ret_recv cost 30 bytes per event (disk 1.28 -> 1.34 x the
+-- JSON, over the 1.3 budget) and ~7 us of CPU per return at ingest (the
+-- strftime of the generated recv_time and the index insert), for windows
+-- that other indexes serve:
+--   * failed returns by arrival: ret_failed (recv_time, ...) stays;
+--   * returns by time: their job's start, salt_returns.start_time (job_start),
+--     since a return arrives after its job starts, by up to the job's timeout.
+-- A recv_time window over every return is a scan again (docs/schema.md).
+DROP INDEX IF EXISTS ret_recv;
