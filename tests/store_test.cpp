@@ -206,6 +206,52 @@ TEST_CASE("store: the first return from a minion wins and repeats are classified
   REQUIRE(f.Q("SELECT count(*) FROM salt_returns") == "1\n");
 }
 
+TEST_CASE("store: find_same_return names a stored return with the same payload apart from _stamp, writing nothing",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000002";
+  Value first = Ret(jid, "m1", "first");
+  REQUIRE_FALSE(s->FindSameReturn(first).has_value());  // nothing stored yet
+  REQUIRE(f.Q("SELECT count(*) FROM jids") == "0\n");  // and the lookup created no job
+  const ReturnOutcome stored = s->Returner(first);
+  REQUIRE(stored.kind == ReturnOutcome::Kind::kStored);
+
+  auto same = s->FindSameReturn(first);
+  REQUIRE(same.has_value());
+  REQUIRE(same->kind == ReturnOutcome::Kind::kRepeat);
+  REQUIRE(same->id == stored.id);
+  REQUIRE(same->jid == jid);
+  REQUIRE_FALSE(same->stamp_differs);
+
+  Value restamped = first;
+  restamped.Set("_stamp", "2024-01-01T12:00:09.999999");
+  {
+    auto batch = s->BeginBatch();  // also inside a batch
+    same = s->FindSameReturn(restamped);
+    batch.Commit();
+  }
+  REQUIRE(same.has_value());
+  REQUIRE(same->stamp_differs);
+
+  REQUIRE_FALSE(s->FindSameReturn(Ret(jid, "m1", "second")).has_value());  // another payload
+  REQUIRE_FALSE(s->FindSameReturn(Ret(jid, "m2", "first")).has_value());   // another minion
+  REQUIRE(f.Q("SELECT count(*) FROM salt_returns") == "1\n");
+}
+
+TEST_CASE("store: row counts count jobs and archived events", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  s->SaveLoad("20240101120000000003", J(R"({"fun":"test.ping","jid":"20240101120000000003"})"), std::nullopt);
+  std::vector<brine::store::Event> events;
+  events.push_back({.tag = "test/a", .data = J(R"({"a":1})"), .received = kT0});
+  events.push_back({.tag = "test/b", .data = J(R"({"b":2})"), .received = kT0});
+  s->EventReturn(events);
+  const auto counts = s->CountRows();
+  REQUIRE(counts.jobs == 1);
+  REQUIRE(counts.events == 2);
+}
+
 TEST_CASE("store: minion lists merge into the expected set", "[store]") {
   Fixture f;
   auto s = f.Open();
