@@ -128,9 +128,9 @@ slow() {
   run_ctest build --label-regex slow --no-tests=ignore
   log "ThreadSanitizer build (-DBRINE_SANITIZE=thread): the master and reliability tests"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRINE_SANITIZE=thread >/dev/null
-  cmake --build build-tsan -j "$jobs" --target master_test reliability_test
+  cmake --build build-tsan -j "$jobs" --target master_test reliability_test hardening_test
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/tests/tsan.supp" \
-    run_ctest build-tsan --label-exclude slow -R '^(master|reliability):'
+    run_ctest build-tsan --label-exclude slow -R '^(master|reliability|hardening):'
 }
 
 # The query store (1M jobs, 10M returns, ~5 GB) is built once, which takes a

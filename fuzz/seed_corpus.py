@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the seed corpora of fuzz/corpus/ from ../shared/fixtures (run once;
+"""Writes the seed corpora of fuzz/corpus/ from tests/fixtures (run once;
 the output is checked in). frame/: every fixture event in both of Salt's
 framings, plus a few hand-made hostile frames. arguments/: brine-run command
 lines (NUL-separated words) built from the fixtures' jids, functions and
@@ -12,7 +12,7 @@ import sys
 import msgpack
 
 here = os.path.dirname(os.path.abspath(__file__))
-fixtures = os.path.join(here, "..", "..", "shared", "fixtures")
+fixtures = os.path.join(here, "..", "tests", "fixtures")
 
 
 def write(folder, blob):

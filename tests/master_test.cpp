@@ -45,7 +45,7 @@ struct FixtureEvent {
 };
 
 std::vector<FixtureEvent> Fixture2014() {
-  std::ifstream in(std::string(BRINE_SHARED_DIR) + "/fixtures/salt-2014-master-events.jsonl");
+  std::ifstream in(std::string(BRINE_FIXTURES_DIR) + "/salt-2014-master-events.jsonl");
   std::vector<FixtureEvent> out;
   std::string line;
   while (std::getline(in, line)) {
@@ -218,7 +218,9 @@ mode_t ModeOf(const std::filesystem::path& path) {
 
 TEST_CASE("master: the 2014 fixture gives 3 jobs, 3 returns and 15 archived events",
           "[master][e2e]") {
-  MasterProcess m;
+  // The fixture's jids are from 2014: the default retention (24 h) would
+  // delete them if the first maintenance pass ran after they were committed.
+  MasterProcess m("keep_jobs_seconds: 0\n");
   m.Start();
   const auto events = Fixture2014();
   REQUIRE(events.size() == 15);
@@ -537,15 +539,14 @@ TEST_CASE(
     "[master][e2e]") {
   MasterProcess m("brine.max_frame_bytes: 4096");
   m.Start();
-  const std::string oversize = NewFrame("salt/big", Value::Map({{"blob", std::string(5000, 'x')}}));
+  // A frame over max_frame_bytes is refused by libzmq before brine reads it,
+  // dropping the connection it came on: hardening_test.cpp covers it.
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"this frame has no tag terminator at all", "no tag terminator"},
       {"\n\n" + MpMap(0), "empty tag"},
       {"salt/trunc\n\n" + MpMap(2) + MpStr("a") + "\x01" + "\xa1", "truncated msgpack"},
       {"salt/list\n\n\x92\x01\x02", "data is not a map (got array)"},
       {"bad\xff\xfetag\n\n" + MpMap(0), "tag is not valid UTF-8"},
-      {oversize,
-       "frame of " + std::to_string(oversize.size()) + " bytes exceeds max_frame_bytes 4096"},
   };
   const std::string part1 = "salt/multi\n\n";
   const std::string part2 = MpMap(1) + MpStr("k") + MpStr("v");
@@ -569,8 +570,8 @@ TEST_CASE(
   for (const auto& [frame, reason] : bad) expected += Hex(frame) + "|" + reason + "\n";
   expected += Hex(part1 + part2) + "|multi-part message of 2 parts\n";
   REQUIRE(Sql(m.database(), "SELECT hex(raw), reason FROM quarantine ORDER BY id") == expected);
-  REQUIRE(CounterInt(m, "received") == 8);
-  REQUIRE(CounterInt(m, "quarantined") == 7);
+  REQUIRE(CounterInt(m, "received") == 7);
+  REQUIRE(CounterInt(m, "quarantined") == 6);
   REQUIRE(CounterInt(m, "stored") == 1);
   REQUIRE(CounterInt(m, "filtered") == 0);
 
@@ -580,7 +581,7 @@ TEST_CASE(
   REQUIRE(Sql(m.database(), "SELECT tag, data FROM salt_events ORDER BY id") ==
           "salt/good|{\"ok\":true}\nsalt/good/again|{\"ok\":true}\n");
   const auto received = CounterInt(m, "received");
-  REQUIRE(received == 9);
+  REQUIRE(received == 8);
   REQUIRE(received ==
           CounterInt(m, "stored") + CounterInt(m, "filtered") + CounterInt(m, "quarantined"));
 }

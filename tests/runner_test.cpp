@@ -1101,13 +1101,14 @@ TEST_CASE("runner: master lists live runner calls from <cachedir>/proc", "[runne
 
 TEST_CASE("runner: brine.stats shows the counters of each master", "[runner]") {
   Site s;
-  s.Store().PutCounters({{"received", 3}, {"stored", 2}, {"filtered", 1}});
+  s.Store().PutCounters({{"received", 3}, {"stored", 2}, {"filtered", 1}, {"acked", 4}});
   const Value stats = s.Json({"brine.stats"});
   REQUIRE(stats.Find("brine_master") != nullptr);
   const Value& m = *stats.Find("brine_master");
   CHECK(*m.Find("running") == false);  // no master listens on this config's bus
   CHECK(*m.Find("since_start")->Find("received") == 3);
   CHECK(*m.Find("since_start")->Find("stored") == 2);
+  CHECK(*m.Find("since_start")->Find("acked") == 4);  // a count brine.stats has no name for still shows
   // A store from before the *_total counters: its counts are its totals.
   CHECK(*m.Find("since_created")->Find("received") == 3);
   CHECK(*m.Find("last_commit") == "");
@@ -1124,7 +1125,7 @@ TEST_CASE("runner: brine.stats shows the counters of each master", "[runner]") {
 TEST_CASE("runner: spec 12.2's three nested examples, byte for byte", "[runner][golden]") {
   Site s;
   BuildSpecJobs(s);
-  const std::string spec = Slurp(std::string(BRINE_SHARED_DIR) + "/spec/salt-jobs.md");
+  const std::string spec = Slurp(std::string(BRINE_FIXTURES_DIR) + "/salt-jobs-spec-12.md");
   REQUIRE_FALSE(spec.empty());
   const std::string list_jobs = SpecBlock(spec, "Example (`salt-run jobs.list_jobs`, no color):");
   const std::string list_job = SpecBlock(spec, "Example (`salt-run jobs.list_job 20240101120500654321`):");

@@ -269,7 +269,7 @@ TEST_CASE("wire: tags of 19, 20 and 21 bytes round-trip in both framings", "[wir
 }
 
 TEST_CASE("wire: every fixture event re-encoded as Salt 2014 did decodes back", "[wire]") {
-  std::ifstream in(BRINE_SHARED_DIR "/fixtures/salt-2014-master-events.jsonl");
+  std::ifstream in(BRINE_FIXTURES_DIR "/salt-2014-master-events.jsonl");
   REQUIRE(in);
   int lines = 0;
   int old_style = 0;
@@ -527,15 +527,20 @@ TEST_CASE("wire: EncodeFrame refuses what DecodeFrame could not give back", "[wi
   CHECK_THROWS_AS(EncodeFrame("t", deep, Framing::kNew), std::invalid_argument);
 }
 
-TEST_CASE("wire: a crafted non-ASCII tag that would read back as old style is refused", "[wire]") {
+TEST_CASE("wire: a non-ASCII tag whose byte 20 looks like a map header is read as new style", "[wire]") {
+  // Issue 14: 'a'*19 + "\u00c2x": byte 20 is the 0x82 of U+00C2 (a fixmap of 2).
+  const std::string short_tag = std::string(19, 'a') + "\xc3\x82x";
+  const std::string plain = NewFrame(short_tag, Hex("81 a1 6b 01"));
+  CHECK(Decoded(plain).tag == short_tag);
+  CHECK(Decoded(plain).data == Value::Map({{"k", 1}}));
   // Byte 20 is the 0x81 of U+0101 (a fixmap of 1), byte 21 '0' its key, byte 22
-  // the 0xc4 of U+0100 (bin8) whose 0x80 length swallows the rest of the frame.
+  // the 0xc4 of U+0100 (bin8) whose 0x80 length swallows the rest of the frame:
+  // bytes 20.. read as one map, but the first 20 bytes end inside a character.
   const std::string tag = std::string(19, 'a') + "\xc4\x81\x30\xc4\x80" + std::string(125, 'x');
   const std::string frame = NewFrame(tag, Hex("80"));
-  REQUIRE(frame.size() == 24 + 128);                 // 24 bytes up to the bin8 payload
-  CHECK(Reason(frame) == "tag is not valid UTF-8");  // the spec rule reads it as old style
-  CHECK_THROWS_AS(EncodeFrame(tag, Value::EmptyMap(), Framing::kNew), std::invalid_argument);
-  // One more tag byte and the bin8 no longer ends at the frame's end.
+  REQUIRE(frame.size() == 24 + 128);  // 24 bytes up to the bin8 payload
+  CHECK(Decoded(frame).tag == tag);
+  CHECK(Decoded(EncodeFrame(tag, Value::EmptyMap(), Framing::kNew)).tag == tag);
   const std::string longer = tag + "x";
   CHECK(Decoded(EncodeFrame(longer, Value::EmptyMap(), Framing::kNew)).tag == longer);
 }
@@ -572,3 +577,33 @@ TEST_CASE("wire: job tags parse into kind, jid and minion", "[wire]") {
 }
 
 }  // namespace
+
+TEST_CASE("wire: a map key given twice keeps its first place and its last value, as msgpack-python does", "[wire]") {
+  // {"a": 1, "b": 2, "a": 3} -> {"a": 3, "b": 2}
+  const DecodedEvent small = Decoded(NewFrame("t/dup", Hex("83 a1 61 01 a1 62 02 a1 61 03")));
+  CHECK(small.data == Value::Map({{"a", 3}, {"b", 2}}));
+  // A big map (hashed, not scanned) and a key given three times.
+  std::string body = Hex("de 00 14");
+  ValueMap want;
+  for (int i = 0; i < 18; ++i) {
+    body += Hex("a2") + "k" + static_cast<char>('a' + i) + Hex("01");
+    want.emplace_back(std::string("k") + static_cast<char>('a' + i), 1);
+  }
+  body += Hex("a2") + "kb" + Hex("02") + Hex("a2") + "kb" + Hex("03");
+  want[1].second = 3;
+  CHECK(Decoded(NewFrame("t/dup", body)).data == Value(std::move(want)));
+  // Non-string keys that print alike are the same key to Python too: 1 and "1".
+  CHECK(Decoded(NewFrame("t/dup", Hex("82 01 a1 78 a1 31 a1 79"))).data == Value::Map({{"1", "y"}}));
+}
+
+TEST_CASE("wire: a frame whose decoded tree would pass its budget is refused, not decoded", "[wire]") {
+  // 1M nils: a 1 MB frame that decodes to ~sizeof(Value) per byte.
+  std::string body = Hex("81 a1 6e dd 00 0f 42 40") + std::string(1000000, '\xc0');
+  const std::string frame = NewFrame("t/nils", body);
+  const auto tight = DecodeFrame(frame, {.decoded_bytes_floor = 0, .decoded_bytes_per_byte = 16});
+  REQUIRE(std::holds_alternative<Undecodable>(tight));
+  CHECK(std::get<Undecodable>(tight).reason == "decoded data over its budget (DecodeOptions)");
+  // The default budget (64 MiB + 16 x the frame) lets it through.
+  CHECK(std::get<DecodedEvent>(DecodeFrame(frame)).data.Find("n")->as_list().size() == 1000000);
+  CHECK(brine::wire::DecodedBudget(1000, {}) == (std::size_t{64} << 20) + 16000);
+}

@@ -95,7 +95,10 @@ void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
 
 void WriteFloat(double d, const JsonStyle& style, std::string& out) {
   if (std::isnan(d)) {
-    out += style.python_nonfinite ? "NaN" : "null";
+    // Storage: a number spelling no finite float is written as (the
+    // smallest subnormal is 5e-324), which SQLite's json functions accept
+    // (as 0.0) and ParseJson reads back as NaN (json.h).
+    out += style.python_nonfinite ? "NaN" : (std::signbit(d) ? "-9e-999" : "9e-999");
   } else if (std::isinf(d)) {
     if (style.python_nonfinite) {
       out += d > 0 ? "Infinity" : "-Infinity";
@@ -625,6 +628,7 @@ class Parser {
       if (digits() == 0) Fail("bad number");
     }
     const std::string_view num = s_.substr(start, pos_ - start);
+    if (num == "9e-999" || num == "-9e-999") return Value(std::numeric_limits<double>::quiet_NaN());
     const char* first = num.data();
     const char* last = num.data() + num.size();
     if (!is_float) {

@@ -1,9 +1,12 @@
 #include "brine/master/archiver.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <variant>
 
 #include "brine/core/glob.h"
 #include "brine/core/json.h"
+#include "brine/master/spool.h"
 #include "brine/wire/codec.h"
 #include "brine/wire/tags.h"
 
@@ -22,6 +25,25 @@ std::vector<std::string> StringList(const Value* v) {
 bool IsReturnLoad(const Value& data) {
   const std::string* cmd = data.FindString("cmd");
   return cmd != nullptr && *cmd == "_return";
+}
+
+// A return whose `jid` is an int (a hand-made event, an old minion) is
+// filed under str(jid), as Salt's string handling of the jid would: a copy
+// with the jid as text in `scratch`; else nullptr (the data is used as is).
+const Value* WithTextJid(const Value& data, Value& scratch) {
+  const Value* jid = data.Find("jid");
+  if (jid == nullptr) return nullptr;
+  std::string text;
+  if (jid->kind() == Value::Kind::kInt) {
+    text = std::to_string(jid->as_int());
+  } else if (jid->kind() == Value::Kind::kUint) {
+    text = std::to_string(jid->as_uint());
+  } else {
+    return nullptr;
+  }
+  scratch = data;
+  scratch.Set("jid", std::move(text));
+  return &scratch;
 }
 
 std::optional<std::vector<std::string>> OptionalStringList(const Value* v) {
@@ -62,9 +84,23 @@ bool Archiver::PassesFilters(const std::string& tag) const {
   return true;
 }
 
-void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const std::string& reason,
+std::string_view QuarantinedBytes(const Frame& frame, std::size_t max_frame_bytes, std::string& reason) {
+  if (frame.bytes.size() <= max_frame_bytes) return frame.bytes;
+  // Never the whole of a frame past the limit: a prefix, its length and a
+  // checksum are enough to recognise it, and an insert of a gigabyte would
+  // fail (SQLITE_TOOBIG) and hold up every frame behind it.
+  const std::size_t keep = std::min(frame.bytes.size(), kQuarantineOversizeKeep);
+  char crc[9];
+  std::snprintf(crc, sizeof crc, "%08x", Crc32(frame.bytes));
+  reason += " (" + std::to_string(frame.bytes.size()) + " bytes, crc32 " + crc + "; the first " + std::to_string(keep) +
+            " kept)";
+  return std::string_view(frame.bytes).substr(0, keep);
+}
+
+void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const std::string& why,
                                Counters& counts) {
-  store.Quarantine(frame.bytes, reason, frame.received);
+  std::string reason = why;
+  store.Quarantine(QuarantinedBytes(frame, options_.max_frame_bytes, reason), reason, frame.received);
   ++counts.received;
   ++counts.quarantined;
   // Once per burst: a frame is logged when none was for kQuarantineLogInterval;
@@ -209,8 +245,10 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
     case wire::TagInfo::Kind::kBareJid:
       if (IsReturnLoad(data)) {
         if (options_.job_cache) {
-          outcome = store.Returner(data);
-          payload_is_data = true;
+          Value scratch;
+          const Value* text_jid = WithTextJid(data, scratch);
+          outcome = store.Returner(text_jid != nullptr ? *text_jid : data);
+          payload_is_data = text_jid == nullptr;
         }
       } else if (const Value* minions = data.Find("minions"); minions != nullptr && minions->is_list()) {
         store.SaveMinions(tag.jid, StringList(minions), std::nullopt);
@@ -223,6 +261,8 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
           if (filled.Find("jid") == nullptr) filled.Set("jid", tag.jid);
           if (filled.Find("id") == nullptr) filled.Set("id", tag.minion);
           outcome = store.Returner(filled);
+        } else if (Value scratch; const Value* text_jid = WithTextJid(data, scratch)) {
+          outcome = store.Returner(*text_jid);
         } else {
           outcome = store.Returner(data);
           payload_is_data = true;
@@ -252,6 +292,15 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
       break;
   }
   CountReturn(outcome, data, tag.minion, counts);
+  if (outcome && outcome->kind == store::ReturnOutcome::Kind::kNotCached &&
+      (tag.kind == wire::TagInfo::Kind::kReturn || tag.kind == wire::TagInfo::Kind::kBareJid)) {
+    const Value* jid = data.Find("jid");
+    if (jid != nullptr && !jid->is_string()) {
+      // Never silently: the event is archived, the job cache says why not.
+      log_.Log(LogLevel::kWarning, "a return under " + event.tag + " is not filed in the job cache: its jid is " +
+                                       ToJson(*jid) + ", neither text nor an integer");
+    }
+  }
   ArchiveEvent(store, std::move(event.tag), std::move(event.data), frame.received, outcome, payload_is_data, counts);
 }
 

@@ -9,10 +9,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <thread>
 #include <zmq.hpp>
 
@@ -25,6 +27,8 @@
 #include "brine/master/logger.h"
 #include "brine/master/reporter.h"
 #include "brine/master/service_notify.h"
+#include "brine/master/ownership.h"
+#include "brine/master/store_lock.h"
 #include "brine/master/writer.h"
 
 namespace brine::master {
@@ -82,23 +86,46 @@ Account LookUpUser(const std::string& name) {
   return {pw->pw_uid, pw->pw_gid, name};
 }
 
-// Creates `dir` (and parents) 0700 and, when we are root, hands it to `owner`.
-void MakeOwnedDir(const std::filesystem::path& dir, const Account& owner) {
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (ec) throw StartupError(kExitRuntime, "cannot create " + dir.string() + ": " + ec.message());
-    ::chmod(dir.c_str(), 0700);
-  }
-  if (::geteuid() == 0 && ::chown(dir.c_str(), owner.uid, owner.gid) != 0) {
-    throw StartupError(kExitRuntime, "cannot give " + dir.string() + " to " + owner.name + ": " + std::strerror(errno));
-  }
-}
-
 void DropPrivileges(const Account& to) {
   if (::geteuid() != 0 || to.uid == 0) return;
   if (::initgroups(to.name.c_str(), to.gid) != 0 || ::setgid(to.gid) != 0 || ::setuid(to.uid) != 0) {
     throw StartupError(kExitRuntime, "cannot switch to user " + to.name + ": " + std::strerror(errno));
+  }
+}
+
+struct Folder {
+  std::filesystem::path dir;
+  const char* what;
+};
+
+std::vector<Folder> FoldersOf(const config::MasterConfig& cfg) {
+  std::vector<Folder> folders = {{cfg.brine.log_file.parent_path(), "brine.log_file's folder"}};
+  // A server database (PostgreSQL URI) has no folder on this machine.
+  if (!store::IsServerDatabase(cfg.brine.database)) {
+    folders.push_back({cfg.brine.database.parent_path(), "brine.database's folder"});
+  }
+  if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) folders.push_back({cfg.brine.sock_dir, "brine.sock_dir"});
+  return folders;
+}
+
+// As root: makes the missing folders and gives the service user only those
+// (ownership.h).
+void CreateFolders(const config::MasterConfig& cfg, const Account& owner) {
+  for (const Folder& f : FoldersOf(cfg)) {
+    try {
+      CreateOwnedDirs(f.dir, owner.uid, owner.gid);
+    } catch (const std::exception& e) {
+      throw StartupError(kExitRuntime, std::string(f.what) + ": " + e.what());
+    }
+  }
+}
+
+// As the service user: an existing folder it cannot write is refused, named.
+void CheckFolders(const config::MasterConfig& cfg, const Account& owner) {
+  for (const Folder& f : FoldersOf(cfg)) {
+    // An existing log file the user may append to needs no writable folder.
+    if (f.dir == cfg.brine.log_file.parent_path() && ::access(cfg.brine.log_file.c_str(), W_OK) == 0) continue;
+    if (auto bad = CheckWritableDir(f.dir, f.what, owner.name)) throw StartupError(kExitUsage, *bad);
   }
 }
 
@@ -143,12 +170,22 @@ std::optional<int> ParseArgs(int argc, char** argv, Args& args, std::ostream& ou
   return std::nullopt;
 }
 
-// Reads the frames ZeroMQ already holds while the queue has room, republishes
-// each unchanged, and queues it. Returns how many frames were read.
-std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Clock& clock) {
+// Frames one Drain() reads before it returns to check the stop flag and the
+// clock: senders that never pause must not keep the reader from a SIGTERM.
+constexpr std::size_t kDrainChunk = 512;
+
+// The most of one multi-part message the reader keeps: ZMQ_MAXMSGSIZE bounds
+// each part, not their sum. Set once at start from brine.max_frame_bytes.
+std::size_t g_max_frame_bytes = std::size_t{64} << 20;
+
+// Reads up to `max_frames` of the frames ZeroMQ already holds, while the queue
+// has room, republishes each unchanged, and queues it. Returns how many frames
+// were read.
+std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Clock& clock,
+                  std::size_t max_frames = kDrainChunk) {
   std::size_t n = 0;
-  bool room = queue.HasRoom();
-  while (room) {
+  bool has_room = queue.HasRoom();
+  while (has_room && n < max_frames) {
     zmq::message_t msg;
     if (!pull.recv(msg, zmq::recv_flags::dontwait)) return n;
     Frame frame;
@@ -161,19 +198,38 @@ std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, co
     if (republish) {
       pub.send(msg, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
     }
+    std::size_t total = frame.bytes.size();
     while (more) {
       zmq::message_t part;
       (void)pull.recv(part, zmq::recv_flags::none);
       more = part.more();
-      frame.bytes.append(static_cast<const char*>(part.data()), part.size());
+      total += part.size();
+      // Past the limit only the count goes on; the archiver quarantines the
+      // prefix kept with this reason.
+      const std::size_t room = frame.bytes.size() <= g_max_frame_bytes ? g_max_frame_bytes + 1 - frame.bytes.size() : 0;
+      frame.bytes.append(static_cast<const char*>(part.data()), std::min(part.size(), room));
       ++frame.parts;
+      if (total > g_max_frame_bytes) {
+        frame.damage = "multi-part message of " + std::to_string(frame.parts) + " parts and " + std::to_string(total) +
+                       " bytes, over max_frame_bytes " + std::to_string(g_max_frame_bytes);
+      }
       pub.send(part, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
     }
+    if (!frame.damage.empty()) {
+      const std::size_t keep = std::min({frame.bytes.size(), kQuarantineOversizeKeep, g_max_frame_bytes});
+      frame.bytes.resize(keep);
+      frame.damage += " (the first " + std::to_string(keep) + " kept)";
+    }
     ++n;
-    room = queue.Push(std::move(frame));
+    has_room = queue.Push(std::move(frame));
   }
   return n;
 }
+
+// How long after SIGTERM brine-master still reads the bus, whatever the
+// senders do; then the writer commits what was read (docs/reliability.md,
+// promise 2).
+constexpr std::chrono::seconds kStopReadingFor{10};
 
 // The reader thread's sockets and one turn of its poll loop.
 class Reader {
@@ -227,10 +283,13 @@ int Run(const Args& args, std::ostream& err) {
   ::umask(0077);
   Logger log(ParseLogLevel(cfg.brine.log_level));
   const Account owner = LookUpUser(cfg.user);
+  // As root only the missing folders are made (and given to `user`); every
+  // file is created after the switch, as that user (ownership.h).
+  CreateFolders(cfg, owner);
+  DropPrivileges(owner);
+  CheckFolders(cfg, owner);
   try {
-    MakeOwnedDir(cfg.brine.log_file.parent_path(), owner);
     log.Open(cfg.brine.log_file);
-    if (::geteuid() == 0) (void)::chown(cfg.brine.log_file.c_str(), owner.uid, owner.gid);
   } catch (const std::exception& e) {
     err << "brine-master: brine.log_file: " << e.what() << "\n";
     return kExitUsage;
@@ -238,11 +297,10 @@ int Run(const Args& args, std::ostream& err) {
   for (const auto& w : cfg.warnings) log.Log(LogLevel::kWarning, w);
 
   const config::BusEndpoints endpoints = config::EndpointsFor(cfg);
-  if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) MakeOwnedDir(cfg.brine.sock_dir, owner);
-  if (!store::IsServerDatabase(cfg.brine.database)) MakeOwnedDir(cfg.brine.database.parent_path(), owner);
-  DropPrivileges(owner);
-
   for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);
+  // One writer per SQLite file; a server database takes several masters.
+  std::optional<StoreLock> store_lock;
+  if (!store::IsServerDatabase(cfg.brine.database)) store_lock.emplace(cfg.brine.database, cfg.id);
 
   SystemClock clock;
   FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20);
@@ -288,6 +346,10 @@ int Run(const Args& args, std::ostream& err) {
   // can park in memory, and holds that sender back once brine's own queue is
   // full and the reader stops reading. docs/reliability.md says more.
   pull.set(zmq::sockopt::rcvhwm, kPullHighWaterMark);
+  // A message over brine.max_frame_bytes is refused by libzmq as it arrives
+  // (the connection that sent it is dropped), so it is never read whole.
+  pull.set(zmq::sockopt::maxmsgsize, cfg.brine.max_frame_bytes);
+  g_max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes);
   pub.set(zmq::sockopt::sndhwm, 100000);
   pull.set(zmq::sockopt::linger, 0);
   pub.set(zmq::sockopt::linger, 0);
@@ -341,32 +403,30 @@ int Run(const Args& args, std::ostream& err) {
     reader.Turn(std::chrono::milliseconds(100));
   }
 
-  // Stop: keep reading until the bus has been quiet for 200 ms (at most 10 s),
-  // so a sender's last frames are not left behind, then commit everything.
+  // Stop: keep reading until the bus has been quiet for 200 ms, so a sender's
+  // last frames are not left behind; then unbind, which ends every sender's
+  // connection so their next frames wait (the Salt plug-in spools them, and
+  // its next request spools at once instead of waiting out
+  // brine.send_timeout_ms), and read what had already arrived. Both phases
+  // end kStopReadingFor after the signal at the latest (2 s of it kept for the
+  // second), since senders that never pause would keep the first busy for ever.
   (void)NotifyServiceManager("STOPPING=1");
   log.Log(LogLevel::kInfo, std::string("signal ") + std::to_string(g_stop_signal.load()) + ": draining the bus");
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  auto quiet_since = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() < give_up &&
-         std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(200)) {
-    if (reader.Turn(std::chrono::milliseconds(20)) > 0) quiet_since = std::chrono::steady_clock::now();
-  }
-  // Senders that never pause keep the loop above busy until it gives up, and a
-  // frame that reaches the socket after the last read would be dropped with it.
-  // Unbinding first ends every sender's connection, so their next frames wait
-  // (the Salt plug-in spools them); then what already arrived is read.
-  // The plug-in's callers get no new connection either: their next request
-  // spools at once instead of waiting out brine.send_timeout_ms.
+  const auto stop_start = std::chrono::steady_clock::now();
+  auto read_until_quiet = [&](std::chrono::milliseconds quiet, std::chrono::steady_clock::time_point until) {
+    auto quiet_since = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() < until && std::chrono::steady_clock::now() - quiet_since < quiet) {
+      if (reader.Turn(std::chrono::milliseconds(20)) > 0) quiet_since = std::chrono::steady_clock::now();
+    }
+  };
+  read_until_quiet(std::chrono::milliseconds(200), stop_start + kStopReadingFor - std::chrono::seconds(2));
   try {
     pull.unbind(endpoints.pull);
     cache->Unbind();
   } catch (const zmq::error_t& e) {
     log.Log(LogLevel::kWarning, std::string("unbinding the pull socket: ") + e.what());
   }
-  quiet_since = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - quiet_since < std::chrono::milliseconds(100)) {
-    if (reader.Turn(std::chrono::milliseconds(20)) > 0) quiet_since = std::chrono::steady_clock::now();
-  }
+  read_until_quiet(std::chrono::milliseconds(100), stop_start + kStopReadingFor);
   queue.Close();
   // Acknowledged requests are answered as the writer commits them; serve
   // the replies while it finishes, then the last ones.
@@ -395,6 +455,9 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err) {
   } catch (const StartupError& e) {
     err << "brine-master: " << e.what() << "\n";
     return e.code();
+  } catch (const StoreHeld& e) {
+    err << "brine-master: " << e.what() << "\n";
+    return kExitUsage;
   } catch (const BusConflict& e) {
     err << "brine-master: " << e.what() << "\n";
     return kExitUsage;

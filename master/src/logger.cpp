@@ -1,6 +1,7 @@
 #include "brine/master/logger.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,9 +37,17 @@ const char* LevelName(LogLevel level) {
   return "?";
 }
 
+// Never through a symlink, and only a regular file (a FIFO would block, a
+// device would take the log): the log's folder may belong to the service user.
 std::FILE* OpenAppend(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) return nullptr;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    errno = EINVAL;
+    return nullptr;
+  }
   std::FILE* f = ::fdopen(fd, "a");
   if (f == nullptr) ::close(fd);
   return f;

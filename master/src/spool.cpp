@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <optional>
 #include <system_error>
 #include <utility>
 
@@ -51,10 +53,20 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
   throw std::system_error(errno, std::generic_category(), what);
 }
 
-TakenSpoolFile OpenLocked(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) ThrowErrno("cannot open " + path.string());
+// A spool file is a regular file of this process's user; anything else named
+// like one (a FIFO would block the open or the read for ever, a symlink would
+// point elsewhere, another user's file is not the plug-in's) is left alone.
+bool IsOwnRegularFile(const struct stat& st) { return S_ISREG(st.st_mode) && st.st_uid == ::geteuid(); }
+
+std::optional<TakenSpoolFile> OpenLocked(const std::filesystem::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == ENXIO || errno == ENOENT) return std::nullopt;
+    ThrowErrno("cannot open " + path.string());
+  }
   TakenSpoolFile taken(path, fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !IsOwnRegularFile(st)) return std::nullopt;
   // Waits for a writer that still holds the file from before the rename.
   while (::flock(fd, LOCK_EX) != 0) {
     if (errno != EINTR) ThrowErrno("cannot lock " + path.string());
@@ -149,18 +161,23 @@ std::vector<TakenSpoolFile> TakeSpoolFiles(const std::filesystem::path& dir) {
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
   std::sort(names.begin(), names.end());
+  const auto own_regular = [&](const std::string& name) {
+    struct stat st {};
+    return ::lstat((dir / name).c_str(), &st) == 0 && IsOwnRegularFile(st);
+  };
   for (const std::string& name : names) {
-    if (EndsWith(name, kTakenSuffix)) out.push_back(OpenLocked(dir / name));
+    if (!EndsWith(name, kTakenSuffix) || !own_regular(name)) continue;
+    if (auto file = OpenLocked(dir / name)) out.push_back(std::move(*file));
   }
   for (const std::string& name : names) {
-    if (!EndsWith(name, kSuffix)) continue;
+    if (!EndsWith(name, kSuffix) || !own_regular(name)) continue;
     const std::filesystem::path taken = dir / (name + ".taken");
     if (std::find(names.begin(), names.end(), taken.filename().string()) != names.end()) continue;  // next pass
     if (::rename((dir / name).c_str(), taken.c_str()) != 0) {
       if (errno == ENOENT) continue;
       ThrowErrno("cannot take " + (dir / name).string());
     }
-    out.push_back(OpenLocked(taken));
+    if (auto file = OpenLocked(taken)) out.push_back(std::move(*file));
   }
   return out;
 }

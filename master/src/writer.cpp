@@ -143,12 +143,15 @@ void Writer::Reopen() {
 }
 
 bool Writer::Ingest(Frame frame) {
-  if (batch_.empty()) {
-    batch_handle_.emplace(store_->BeginBatch());
-    batch_started_ = SteadyClock::now();
-  }
+  const bool opens_batch = batch_.empty();
+  if (opens_batch) batch_started_ = SteadyClock::now();
   batch_.push_back(std::move(frame));
   try {
+    // Inside the try: a store another process holds locked past the busy
+    // timeout is backpressure like a full disk, never fatal. So is a store
+    // left closed by a reopen that failed (MaintenanceStep).
+    if (!store_) throw store::WriteFailedError("the store is not open: reopening it failed");
+    if (opens_batch) batch_handle_.emplace(store_->BeginBatch());
     archiver_.Ingest(*store_, batch_.back(), batch_counts_);
     return true;
   } catch (const std::exception& e) {
@@ -246,8 +249,18 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
           throw;
         }
       }
-      for (const auto& [frame, reason] : poisoned) {
-        archiver_.QuarantineFrame(*store_, frame, "could not be archived: " + reason, counts);
+      for (auto& [frame, reason] : poisoned) {
+        try {
+          archiver_.QuarantineFrame(*store_, frame, "could not be archived: " + reason, counts);
+        } catch (const std::exception& e) {
+          if (IsStorageFailure(e) || frame.bytes.empty()) throw;
+          // Failing for a reason of this frame's own (too big for SQLite):
+          // the next try keeps its reason and length, not its bytes, so it
+          // never holds up the frames behind it.
+          reason += "; its " + std::to_string(frame.bytes.size()) + " bytes could not be kept either (" + e.what() + ")";
+          frame.bytes.clear();
+          throw;
+        }
       }
       last_commit_us_ = ToUnixMicros(clock_.Now());
       ++batches_;
@@ -315,6 +328,7 @@ void Writer::IngestSpool() {
 void Writer::MaintenanceStep() {
   const auto now = clock_.Now();
   try {
+    if (!store_) Reopen();  // a reopen after a failed step failed too
     switch (phase_) {
       case Phase::kIdle:
         return;

@@ -73,6 +73,12 @@ Value Stats(Context& ctx) {
       const Value* total = counters.Find(std::string(name) + "_total");
       totals.Set(name, static_cast<long long>(total != nullptr ? get(std::string(name) + "_total") : get(name)));
     }
+    // Any other count the master keeps (e.g. the acknowledged lane's), since start.
+    for (const auto& [name, value] : counters.as_map()) {
+      const bool special = name.ends_with("_us") || name.ends_with("_total") || name == "queue_depth" ||
+                           since.Find(name) != nullptr;
+      if (!special) since.Set(name, value);
+    }
     for (const char* t : {"started", "last_commit", "oldest_event"}) {
       const std::int64_t us = get(std::string(t) + "_us");
       m.Set(t, SaltTime(us));

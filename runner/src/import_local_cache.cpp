@@ -123,6 +123,19 @@ struct Import {
   }
 };
 
+// A busy brine-master commits back to back, and SQLite's busy handler polls,
+// so one BEGIN IMMEDIATE may wait out its whole busy_timeout; try again
+// (six times: a minute) before giving up.
+store::Batch BeginBatchPatiently(store::Store& store) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return store.BeginBatch();
+    } catch (const store::BusyError&) {
+      if (attempt == 6) throw;
+    }
+  }
+}
+
 }  // namespace
 
 Value ImportLocalCache(Context& ctx, const std::filesystem::path& jobs_dir) {
@@ -151,7 +164,7 @@ Value ImportLocalCache(Context& ctx, const std::filesystem::path& jobs_dir) {
   ctx.Debug("importing " + std::to_string(dirs.size()) + " job folders from " + jobs_dir.string());
   const bool tty = ::isatty(2) == 1;
   for (std::size_t i = 0; i < dirs.size(); i += kJobsPerBatch) {
-    store::Batch batch = store->BeginBatch();
+    store::Batch batch = BeginBatchPatiently(*store);
     for (std::size_t j = i; j < std::min(dirs.size(), i + kJobsPerBatch); ++j) {
       try {
         imp.Job(dirs[j]);

@@ -2,7 +2,7 @@
 // renamed onto FILE when closed, so FILE is never half written.
 //
 //   jsonl   one line per event: {"tag": <tag>, "data": <data>} in Python's
-//           json.dumps form (the layout of shared/fixtures/*.jsonl)
+//           json.dumps form (the layout of tests/fixtures/*.jsonl)
 //   frames  each frame as sent: a 4-byte big-endian length, then the bytes
 #pragma once
 

@@ -1,5 +1,7 @@
 #include "connection.h"
 
+#include <cctype>
+
 #include <sqlite3.h>
 
 #include <string>
@@ -36,6 +38,34 @@ void RethrowAsStoreError(std::string_view context, Op op) {
   }
 }
 
+namespace {
+
+// `path` as a read-only immutable URI connection, or nullptr when that fails too.
+std::unique_ptr<SQLite::Database> OpenImmutable(const std::filesystem::path& path, const OpenOptions& options) {
+  std::string uri = "file:";
+  for (const unsigned char c : std::filesystem::absolute(path).string()) {
+    if (std::isalnum(c) != 0 || c == '/' || c == '.' || c == '-' || c == '_') {
+      uri += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      uri += '%';
+      uri += kHex[c >> 4];
+      uri += kHex[c & 0xF];
+    }
+  }
+  uri += "?immutable=1";
+  try {
+    auto db = std::make_unique<SQLite::Database>(
+        uri, SQLite::OPEN_READONLY | SQLite::OPEN_URI | SQLite::OPEN_NOMUTEX, static_cast<int>(options.busy_timeout.count()));
+    db->exec("SELECT count(*) FROM sqlite_schema");
+    return db;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& path,
                                                  const OpenOptions& options) {
   const bool read_only = options.access == OpenOptions::Access::kReadOnly;
@@ -60,7 +90,13 @@ std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& pa
     // A file that is not a database only shows it on the first read.
     db->exec("SELECT count(*) FROM sqlite_schema");
   } catch (...) {
-    RethrowAsStoreError(where, Op::kRead);
+    // A WAL store in a folder this user cannot write (an operator's backup,
+    // a read-only snapshot) cannot get its -shm file: read it as immutable,
+    // which needs no lock and no -shm (what a -wal beside it holds that was
+    // never checkpointed is not seen).
+    db.reset();
+    if (read_only) db = OpenImmutable(path, options);
+    if (!db) RethrowAsStoreError(where, Op::kRead);
   }
   try {
     if (!read_only) {

@@ -61,6 +61,9 @@ std::optional<std::int64_t> PartitionDay(std::string_view name) {
 
 PgParam P(std::string_view v) { return PgParam{v}; }
 
+// Minion name -> row id cache bound (sqlite_backend.cpp says why).
+constexpr std::size_t kMaxCachedMinions = 100000;
+
 class PostgresBackend final : public Backend {
  public:
   PostgresBackend(const std::string& uri, const OpenOptions& options)
@@ -281,14 +284,21 @@ class PostgresBackend final : public Backend {
       }
     }
     if (jobs_before && budget > 0) {
-      // Jids are UTC times, so their text order is time order; jids that are
-      // not times age by when brine first saw them.
+      // Jids that name a time (20 digits, maybe _<pid>: FormatJid's form)
+      // are UTC times, so their text order is time order; every other jid
+      // ("req", "12345", "0") ages by when brine first saw it, as on SQLite
+      // (brine_jid_is_time there): a short numeric jid sorts before every
+      // real one and would otherwise be deleted at once.
       const std::string seen = TimeText(*jobs_before);
+      // The regex picks candidates; JidToMicros (SQLite's brine_jid_is_time)
+      // decides, so "20241399000000000000" is no time on either backend.
       PgResult pick = Db().Exec(
-          "(SELECT id FROM job WHERE jid < $1 AND jid ~ '^[0-9]')"
-          " UNION ALL (SELECT id FROM job WHERE jid !~ '^[0-9]' AND seen < to_timestamp($2)) LIMIT $3",
+          "(SELECT id, jid, true FROM job WHERE jid < $1 AND jid ~ '^[0-9]{20}(_|$)')"
+          " UNION ALL (SELECT id, jid, false FROM job WHERE seen < to_timestamp($2)) LIMIT $3",
           {P(FormatJid(*jobs_before)), P(seen), P(Int(budget))});
       for (int i = 0; i < pick.rows() && budget > 0; ++i) {
+        const bool is_time = JidToMicros(pick.text(i, 1)).has_value();
+        if (is_time != (pick.text(i, 2) == "t")) continue;
         const std::string id = Int(pick.integer(i, 0));
         DetachEvents("job_id = " + id + " AND ret_id IS NOT NULL");
         Db().Exec("UPDATE event SET job_id = NULL WHERE job_id = " + id);
@@ -647,6 +657,8 @@ class PostgresBackend final : public Backend {
   // The ids of `names`, creating missing rows: one round trip for the unknown ones.
   std::vector<std::int64_t> MinionIds(std::span<const std::string> names) {
     std::vector<std::int64_t> ids(names.size(), 0);
+    // Bounded as on SQLite: a fleet that churns names would grow it for ever.
+    if (minions_.size() >= kMaxCachedMinions) minions_.clear();
     std::string array = "[";
     std::vector<std::size_t> unknown;
     for (std::size_t i = 0; i < names.size(); ++i) {

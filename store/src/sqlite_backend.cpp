@@ -31,6 +31,11 @@ using detail::Op;
 using detail::ReturnRow;
 using detail::RethrowAsStoreError;
 
+// Minion name -> row id. A fleet that churns names (cloud instances) would
+// otherwise grow it for ever (+82 MB per 600k names); past the bound it
+// starts again, and a name not cached costs one indexed lookup.
+constexpr std::size_t kMaxCachedMinions = 100000;
+
 // --- SQL functions used by GetJids (registered on our connections only) -----
 
 const char* ArgText(sqlite3_value* v, int* len) {
@@ -151,6 +156,15 @@ void BindOutcome(SQLite::Statement& q, int first, const ReturnRow& row) {
   }
 }
 
+// brine_jid_is_time(jid): 1 when the jid names a time (JidToMicros reads
+// it), else 0. Retention ages only those by their text; every other jid
+// ("12345", "0", "req") by when brine first saw it.
+void SqlJidIsTime(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
+  int len = 0;
+  const char* jid = ArgText(argv[0], &len);
+  sqlite3_result_int(ctx, jid != nullptr && JidToMicros(std::string_view(jid, static_cast<std::size_t>(len))) ? 1 : 0);
+}
+
 void RegisterFunctions(SQLite::Database& db) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
   sqlite3_create_function_v2(db.getHandle(), "brine_fnmatch", 2, flags, nullptr, SqlFnmatch,
@@ -159,6 +173,8 @@ void RegisterFunctions(SQLite::Database& db) {
                              nullptr, nullptr, nullptr);
   sqlite3_create_function_v2(db.getHandle(), "brine_meta_match", 2, flags, nullptr,
                              SqlMetadataMatch, nullptr, nullptr, nullptr);
+  sqlite3_create_function_v2(db.getHandle(), "brine_jid_is_time", 1, flags, nullptr, SqlJidIsTime, nullptr, nullptr,
+                             nullptr);
 }
 
 void BindOptionalText(SQLite::Statement& q, int index, const std::optional<std::string>& v) {
@@ -766,6 +782,7 @@ class SqliteBackend final : public Backend {
       ins.exec();
       id = db_->getLastInsertRowid();
     }
+    if (minions_.size() >= kMaxCachedMinions) minions_.clear();
     minions_.emplace(name, id);
     return id;
   }
@@ -819,12 +836,16 @@ class SqliteBackend final : public Backend {
   }
 
   void DeleteOldJobs(Micros before, std::int64_t& budget, CleanResult& result) {
-    // Jids are UTC times, so their text order is time order; jids that are
-    // not times (rare, hand-made) age by when brine first saw them.
+    // Jids that name a time are UTC times, so their text order is time
+    // order; every other jid (rare, hand-made: "req", "12345", "0") ages by
+    // when brine first saw it. A numeric jid that is not a time sorts before
+    // every real one, so the digit test alone would delete it at once.
+    // (AND evaluates left to right: the function runs only on candidates.)
     SQLite::Statement pick(*db_,
-                           "SELECT id FROM job WHERE jid < ? AND jid GLOB '[0-9]*'"
-                           " UNION ALL SELECT id FROM job WHERE jid NOT GLOB '[0-9]*' AND seen_us < ?"
-                           " LIMIT ?");
+                           "SELECT id FROM job WHERE jid < ?1 AND jid GLOB '[0-9]*' AND brine_jid_is_time(jid)"
+                           " UNION ALL SELECT id FROM job WHERE seen_us < ?2"
+                           " AND NOT (jid GLOB '[0-9]*' AND brine_jid_is_time(jid))"
+                           " LIMIT ?3");
     pick.bind(1, FormatJid(before));
     pick.bind(2, ToUnixMicros(before));
     pick.bind(3, budget);

@@ -69,6 +69,25 @@ int MasterProcess::Stop() {
   return code.value_or(-1000);
 }
 
+std::int64_t Counter(const std::filesystem::path& db, const std::string& name) {
+  const std::string v = Sql(db, "SELECT value FROM brine_counters WHERE name = '" + name + "'");
+  return v.empty() ? -1 : std::stoll(v);
+}
+
+bool CountersBalance(const std::filesystem::path& db) {
+  return Counter(db, "received") ==
+         Counter(db, "stored") + Counter(db, "filtered") + Counter(db, "quarantined") + Counter(db, "cache_writes");
+}
+
+bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 void PushFrames(const std::string& endpoint, const std::vector<std::string>& frames) {
   zmq::context_t ctx(1);
   zmq::socket_t push(ctx, zmq::socket_type::push);

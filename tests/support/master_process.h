@@ -4,7 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +54,16 @@ void PushFrames(const std::string& endpoint, const std::vector<std::string>& fra
 
 // A free TCP port on 127.0.0.1 (bound and released).
 [[nodiscard]] int FreeTcpPort();
+
+// A counter of the master in `db` (brine_counters), -1 when it is not there.
+[[nodiscard]] std::int64_t Counter(const std::filesystem::path& db, const std::string& name);
+
+// received = stored + filtered + quarantined + cache_writes (docs/master.md, Counters).
+[[nodiscard]] bool CountersBalance(const std::filesystem::path& db);
+
+// Polls `done` every 20 ms until it holds; false when `timeout` passes first.
+[[nodiscard]] bool WaitUntil(const std::function<bool()>& done,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 // Runs a SQL query with the sqlite3 library and returns rows as
 // "col|col\n" lines (NULL for nulls).

@@ -22,7 +22,10 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "brine/core/json.h"
 #include "brine/core/utf8.h"
@@ -36,6 +39,7 @@ constexpr std::int8_t kSaltDatetimeExt = 78;  // salt.utils.msgpack packs dateti
 
 constexpr const char* kTruncated = "truncated msgpack";
 constexpr const char* kTooDeep = "msgpack nesting deeper than 1000 levels";
+constexpr const char* kOverBudget = "decoded data over its budget (DecodeOptions)";
 constexpr const char* kKeysTooLong = "map keys that are lists or maps are too long as text";
 static_assert(kMaxNestingDepth == 1000, "keep kTooDeep in step");
 
@@ -108,11 +112,12 @@ std::string Base64(std::string_view bytes) {
 class Reader {
  public:
   // `bytes` must outlive the Reader.
-  explicit Reader(std::string_view bytes)
+  explicit Reader(std::string_view bytes, std::size_t decoded_budget = SIZE_MAX)
       : p_(reinterpret_cast<const std::uint8_t*>(bytes.data())),
         end_(p_ + bytes.size()),
         reserve_budget_(bytes.size()),
-        container_key_budget_(8 * bytes.size() + 1024) {}
+        container_key_budget_(8 * bytes.size() + 1024),
+        decoded_budget_(decoded_budget) {}
 
   // Reads all the bytes as exactly one value (at nesting level 1).
   bool ReadAll(Value& out) {
@@ -152,8 +157,15 @@ class Reader {
     return n;
   }
 
+  // Counts `n` bytes of decoded tree against the budget (DecodeOptions).
+  bool Charge(std::size_t n) {
+    if (n > decoded_budget_) return Fail(kOverBudget);
+    decoded_budget_ -= n;
+    return true;
+  }
+
   bool Read(Value& out, int depth) {
-    if (!Need(1)) return false;
+    if (!Need(1) || !Charge(sizeof(Value))) return false;
     const std::uint8_t b = *p_++;
     if (b <= 0x7f) return Set(out, Value(static_cast<std::int64_t>(b)));
     if (b >= 0xe0) return Set(out, Value(static_cast<std::int64_t>(static_cast<std::int8_t>(b))));
@@ -214,7 +226,7 @@ class Reader {
   }
 
   bool ReadString(std::size_t size, Value& out) {
-    if (!Need(size)) return false;
+    if (!Need(size) || !Charge(size)) return false;
     const std::string_view bytes(reinterpret_cast<const char*>(p_), size);
     p_ += size;
     if (bytes == kValueTrimmed) trimmed_ = true;
@@ -259,11 +271,50 @@ class Reader {
     ValueMap map;
     map.reserve(Reservation(count));
     for (std::size_t i = 0; i < count; ++i) {
+      if (!Charge(sizeof(ValueMap::value_type))) return false;
       auto& [key, value] = map.emplace_back();
-      if (!ReadKey(key, depth + 1) || !Read(value, depth + 1)) return false;
+      if (!ReadKey(key, depth + 1) || !Charge(key.size()) || !Read(value, depth + 1)) return false;
     }
+    KeepLastOfEachKey(map);
     out = Value(std::move(map));
     return true;
+  }
+
+  // msgpack-python builds a dict: a key given twice keeps its first place
+  // and its last value.
+  static void KeepLastOfEachKey(ValueMap& map) {
+    if (map.size() < 2) return;
+    std::vector<bool> dropped;
+    const auto drop = [&](std::size_t first, std::size_t later) {
+      if (dropped.empty()) dropped.assign(map.size(), false);
+      map[first].second = std::move(map[later].second);
+      dropped[later] = true;
+    };
+    if (map.size() <= 16) {
+      for (std::size_t j = 1; j < map.size(); ++j) {
+        for (std::size_t i = 0; i < j; ++i) {
+          if ((dropped.empty() || !dropped[i]) && map[i].first == map[j].first) {
+            drop(i, j);
+            break;
+          }
+        }
+      }
+    } else {
+      std::unordered_map<std::string_view, std::size_t> first_of;
+      first_of.reserve(map.size());
+      for (std::size_t j = 0; j < map.size(); ++j) {
+        const auto [it, fresh] = first_of.try_emplace(map[j].first, j);
+        if (!fresh) drop(it->second, j);
+      }
+    }
+    if (dropped.empty()) return;
+    std::size_t kept = 0;
+    for (std::size_t j = 0; j < map.size(); ++j) {
+      if (dropped[j]) continue;
+      if (kept != j) map[kept] = std::move(map[j]);
+      ++kept;
+    }
+    map.resize(kept);
   }
 
   bool ReadKey(std::string& key, int depth) {
@@ -314,6 +365,7 @@ class Reader {
   const std::uint8_t* const end_;
   std::size_t reserve_budget_;
   std::size_t container_key_budget_;  // bytes of text for list and map keys
+  std::size_t decoded_budget_;        // bytes of decoded tree still allowed
   const char* error_ = kTruncated;
   bool trimmed_ = false;
 };
@@ -334,8 +386,15 @@ bool MayBeOldStyle(std::string_view frame) {
          IsMapHeader(static_cast<std::uint8_t>(frame[kOldTagBytes]));
 }
 
+// The padded tag of an old-style frame: its first 20 bytes without the '|'s.
+std::string_view OldStyleTag(std::string_view frame) {
+  std::string_view tag = frame.substr(0, kOldTagBytes);
+  while (!tag.empty() && tag.back() == '|') tag.remove_suffix(1);
+  return tag;
+}
+
 bool IsOldStyle(std::string_view frame) {
-  if (!MayBeOldStyle(frame)) return false;
+  if (!MayBeOldStyle(frame) || TagProblem(OldStyleTag(frame)) != nullptr) return false;
   Value scratch;
   return Reader(frame.substr(kOldTagBytes)).ReadAll(scratch);
 }
@@ -456,6 +515,12 @@ class Encoder {
 
 }  // namespace
 
+std::size_t DecodedBudget(std::size_t frame_bytes, const DecodeOptions& options) {
+  if (options.decoded_bytes_per_byte == 0) return SIZE_MAX;
+  if (frame_bytes > (SIZE_MAX - options.decoded_bytes_floor) / options.decoded_bytes_per_byte) return SIZE_MAX;
+  return options.decoded_bytes_floor + options.decoded_bytes_per_byte * frame_bytes;
+}
+
 std::variant<DecodedEvent, Undecodable> DecodeFrame(std::string_view frame,
                                                     const DecodeOptions& options) {
   if (frame.size() > options.max_frame_bytes) {
@@ -466,22 +531,29 @@ std::variant<DecodedEvent, Undecodable> DecodeFrame(std::string_view frame,
   // Why the bytes after 20 failed as an old-style body, kept only to explain a
   // frame that turns out to have no "\n\n" either.
   const char* old_style_error = nullptr;
+  const std::size_t budget = DecodedBudget(frame.size(), options);
+  // A bad 20-byte tag over a good old-style body: a long new-style tag cut
+  // inside a character (codec.h, the last rule), else the reason.
+  const char* old_style_tag_problem = nullptr;
   if (MayBeOldStyle(frame)) {
-    Reader reader(frame.substr(kOldTagBytes));
+    Reader reader(frame.substr(kOldTagBytes), budget);
     if (reader.ReadAll(event.data)) {
-      std::string_view tag = frame.substr(0, kOldTagBytes);
-      while (!tag.empty() && tag.back() == '|') tag.remove_suffix(1);
-      if (const char* problem = TagProblem(tag)) return Undecodable{problem};
-      event.tag = tag;
-      event.framing = Framing::kOld;
-      event.trimmed = reader.trimmed();
-      return event;
+      const std::string_view tag = OldStyleTag(frame);
+      old_style_tag_problem = TagProblem(tag);
+      if (old_style_tag_problem == nullptr) {
+        event.tag = tag;
+        event.framing = Framing::kOld;
+        event.trimmed = reader.trimmed();
+        return event;
+      }
+    } else {
+      old_style_error = reader.error();
     }
-    old_style_error = reader.error();
   }
 
   const std::size_t tag_end = frame.find(kTagEnd);
   if (tag_end == std::string_view::npos) {
+    if (old_style_tag_problem != nullptr) return Undecodable{old_style_tag_problem};
     if (old_style_error != nullptr) {
       return Undecodable{std::string("no tag terminator; as an old-style frame: ") +
                          old_style_error};
@@ -497,7 +569,7 @@ std::variant<DecodedEvent, Undecodable> DecodeFrame(std::string_view frame,
   if (!IsMapHeader(first)) {
     return Undecodable{std::string("data is not a map (got ") + TypeName(first) + ")"};
   }
-  Reader reader(body);
+  Reader reader(body, budget);
   if (!reader.ReadAll(event.data)) return Undecodable{reader.error()};
   event.tag = tag;
   event.framing = Framing::kNew;

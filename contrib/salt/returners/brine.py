@@ -707,6 +707,17 @@ def clean_old_jobs():
 # --- reads -------------------------------------------------------------------
 
 
+def _parse_float(text):
+    # The store keeps a NaN as 9e-999 (a spelling SQLite's json functions
+    # accept; no finite float reads back as it) and infinities as +-9e999,
+    # which float() already reads as infinities (docs/reliability.md).
+    return float("nan") if text in ("9e-999", "-9e-999") else float(text)
+
+
+def _loads(text):
+    return json.loads(text, parse_float=_parse_float)
+
+
 def _query(sql, params=()):
     """Rows of `sql` from the store opened read-only; None when the store
     cannot be read (logged)."""
@@ -774,7 +785,7 @@ def get_load(jid):
     """The job's load plus ``Minions`` (sorted expected minions); {} if unknown."""
     spooled = _spooled()
     rows = _query("SELECT load FROM brine_api_v1_job WHERE jid = ?", (jid,))
-    load = json.loads(rows[0][0]) if rows else spooled.load(jid)
+    load = _loads(rows[0][0]) if rows else spooled.load(jid)
     if rows and rows[0] and (spooled.loads.get(jid) or {}).get("cmd") == "publish" and load.get("cmd") != "publish":
         load = spooled.load(jid)  # the publish load is still in the spool; the store has a stub
     if load is None:
@@ -791,7 +802,7 @@ def get_jid(jid):
     """{minion: {"return", ["retcode"], ["success"], ["out"]}}; {} if unknown."""
     spooled = _spooled().returns.get(jid, {})
     rows = _query("SELECT minion, result FROM brine_api_v1_return WHERE jid = ? ORDER BY minion", (jid,))
-    ret = {minion: json.loads(result) for minion, result in rows or ()}
+    ret = {minion: _loads(result) for minion, result in rows or ()}
     if spooled:
         for minion, load in spooled.items():
             ret.setdefault(minion, _result(load))
@@ -806,7 +817,7 @@ def get_jids():
     with_endtime = bool(__opts__.get("job_cache_store_endtime", False))
     ret = {}
     for jid, instance, endtime in rows or ():
-        job = json.loads(instance)
+        job = _loads(instance)
         endtime = endtime if endtime is not None else spooled.endtimes.get(jid)
         if with_endtime and endtime is not None:
             job["EndTime"] = endtime
@@ -830,7 +841,7 @@ def get_jids_filter(count, filter_find_job=True):
         " WHERE (? = 0 OR fun IS NOT 'saltutil.find_job') ORDER BY jid DESC LIMIT ?) ORDER BY jid",
         (1 if filter_find_job else 0, int(count)),
     )
-    jobs = {jid: json.loads(instance) for jid, instance in rows or ()}
+    jobs = {jid: _loads(instance) for jid, instance in rows or ()}
     for jid in spooled.jids():
         load = spooled.load(jid)
         if jid not in jobs and not (filter_find_job and load.get("fun") == "saltutil.find_job"):
@@ -842,7 +853,7 @@ def get_fun(fun):
     """{minion: full return load} from each minion's newest job running `fun`."""
     spooled = _spooled()
     rows = _query("SELECT minion, full_ret, jid FROM brine_api_v1_fun_latest WHERE fun = ? ORDER BY minion", (fun,))
-    newest = {minion: (jid, json.loads(full_ret)) for minion, full_ret, jid in rows or ()}
+    newest = {minion: (jid, _loads(full_ret)) for minion, full_ret, jid in rows or ()}
     for jid, returns in spooled.returns.items():
         for minion, ret in returns.items():
             if ret.get("fun") == fun and (minion not in newest or newest[minion][0] < jid):

@@ -4,7 +4,8 @@
 //   - the storage form (JsonStyle::Storage()): compact, `,` and `:` without
 //     spaces, raw UTF-8, and nothing SQLite 3.40's json functions reject (an
 //     infinite float is written as `9e999`, which reads back as infinity; NaN as
-//     `null`, since JSON has no NaN);
+//     `9e-999`, a spelling no finite float gets, which ParseJson reads back as
+//     NaN and SQLite as 0.0, since JSON has no NaN);
 //   - Python's json.dumps forms (JsonStyle::Python(indent)), byte for byte as
 //     Salt's json outputter prints them: `", "`/`": "` separators when not
 //     indented, `","`/`": "` when indented, `Infinity`/`NaN`, floats as Python's

@@ -53,6 +53,15 @@ namespace brine::master {
 // The tag prefix of the Salt returner plug-in's job-cache writes.
 inline constexpr std::string_view kCacheTagPrefix = "brine/cache/";
 
+// How much of a frame over max_frame_bytes the quarantine keeps (with its
+// length and CRC-32 in the reason).
+inline constexpr std::size_t kQuarantineOversizeKeep = 64 * 1024;
+
+// The bytes to quarantine for `frame`: all of it up to max_frame_bytes, else
+// its first kQuarantineOversizeKeep bytes, and then `reason` gets
+// " (N bytes, crc32 XXXXXXXX; the first K kept)" appended.
+[[nodiscard]] std::string_view QuarantinedBytes(const Frame& frame, std::size_t max_frame_bytes, std::string& reason);
+
 // True when the raw frame carries a private job-cache tag (it is then not
 // republished on the bus).
 [[nodiscard]] bool IsCacheFrame(std::string_view frame_bytes);
@@ -91,7 +100,8 @@ class Archiver {
   // the batch after reopening).
   void Ingest(store::Store& store, const Frame& frame, Counters& counts);
 
-  // Quarantines `frame` with `reason`, counting it.
+  // Quarantines `frame` with `reason`, counting it; of a frame over
+  // max_frame_bytes only a prefix (QuarantinedBytes).
   void QuarantineFrame(store::Store& store, const Frame& frame, const std::string& reason,
                        Counters& counts);
 

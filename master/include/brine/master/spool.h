@@ -70,7 +70,10 @@ class TakenSpoolFile {
 };
 
 // Takes every spool file in `dir`: first `.taken` files a crash left, then
-// each `<name>.frames` (renamed to `<name>.frames.taken`). A missing `dir` is
+// each `<name>.frames` (renamed to `<name>.frames.taken`). Only regular files
+// owned by this process's user are taken (opened O_NOFOLLOW | O_NONBLOCK and
+// checked again on the descriptor); a FIFO, a device, a symlink or another
+// user's file with such a name is left where it is. A missing `dir` is
 // no files. Throws std::system_error when `dir` cannot be listed or a file
 // cannot be renamed or opened.
 [[nodiscard]] std::vector<TakenSpoolFile> TakeSpoolFiles(const std::filesystem::path& dir);

@@ -25,11 +25,16 @@
 //   - it has at least 21 bytes;
 //   - its first 20 bytes contain no "\n";
 //   - byte 20 is a msgpack map header (0x80-0x8f, 0xde, 0xdf);
-//   - bytes 20..end decode as exactly one msgpack map with nothing left over.
+//   - bytes 20..end decode as exactly one msgpack map with nothing left over;
+//   - the first 20 bytes with trailing '|' stripped are a valid tag (UTF-8, no
+//     NUL).
 // Then tag = the first 20 bytes with trailing '|' stripped. Otherwise the frame
 // is new style and is split at the first "\n\n". (A new-style tag of 19 bytes
 // or fewer puts a "\n" inside the first 20 bytes; for longer tags byte 20 is a
-// tag byte, which is never a map header unless the tag is non-ASCII.)
+// tag byte, which is a map header (0x80-0x8f) only as a UTF-8 continuation
+// byte, so a valid tag's first 20 bytes then end inside a character and fail
+// the last condition: the rule never misreads a valid new-style frame. The
+// last condition is brine's addition to spec 9.2's first four.)
 //
 // Decoded data (every received byte is kept; a return is never lost for its
 // content):
@@ -37,8 +42,9 @@
 //                            brine::ToJson writes such bytes as \udcXX)
 //   int                   -> int64, or uint64 for values above INT64_MAX
 //   float32, float64      -> double
-//   nil, bool, array, map -> null, bool, list, map (map order kept; duplicate
-//                            keys are kept as they came, not merged)
+//   nil, bool, array, map -> null, bool, list, map (map order kept; a key given
+//                            twice keeps its first place and its last value,
+//                            as msgpack-python's dict does)
 //   ext 78 (Salt datetime)-> string: its payload (ASCII `20240101T12:00:00.123456`)
 //   any other ext         -> map {"__ext__": <type code, int>, "data": <base64 of payload>}
 //   map key, not a string -> Python's str() of it: 1 -> "1", 1.5 -> "1.5",
@@ -91,7 +97,17 @@ struct Undecodable {
 struct DecodeOptions {
   // Frames longer than this are refused before any parsing.
   std::size_t max_frame_bytes = std::size_t{64} << 20;
+  // The decoded tree may take at most floor + per_byte x the frame's bytes
+  // (counted as sizeof(Value) a value, the pair a map entry, and the bytes of
+  // strings and keys); past it the frame is Undecodable ("decoded data over
+  // its budget"). A frame of tiny items (a 60 MB list of nils) would
+  // otherwise take ~50x its size. per_byte 0: no budget.
+  std::size_t decoded_bytes_floor = std::size_t{64} << 20;
+  std::size_t decoded_bytes_per_byte = 16;
 };
+
+// The budget DecodeFrame gives a frame of `frame_bytes` (SIZE_MAX: none).
+[[nodiscard]] std::size_t DecodedBudget(std::size_t frame_bytes, const DecodeOptions& options);
 
 // Decodes one frame of either framing (rule above). Returns the DecodedEvent,
 // or Undecodable with the reason when the frame is malformed: too long, no
