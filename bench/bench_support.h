@@ -12,11 +12,13 @@
 #include <SQLiteCpp/Statement.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace brine::bench {
@@ -96,6 +98,37 @@ inline std::int64_t Counter(const std::filesystem::path& db, const char* name) {
   } catch (const std::exception&) {
     return 0;
   }
+}
+
+// Writes dir/conf/master with the keys every bench master has (id, cachedir,
+// brine.sock_dir, brine.log_file under `dir`, no retention, an hour between
+// maintenance loops) plus `extra` lines, and starts `exe -c dir/conf`.
+// Returns its pid once its pull socket exists (its store is open and migrated
+// by then); exits the bench when the master exits first.
+inline pid_t StartBenchMaster(const std::filesystem::path& exe, const std::filesystem::path& dir,
+                              const std::string& id, const std::string& extra = "") {
+  std::filesystem::create_directories(dir / "conf");
+  std::ofstream(dir / "conf" / "master") << "id: " << id << "\ncachedir: " << (dir / "cache").string()
+                                         << "\nbrine.sock_dir: " << (dir / "sock").string()
+                                         << "\nbrine.log_file: " << (dir / "brine-master.log").string()
+                                         << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n"
+                                         << extra;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string conf = (dir / "conf").string();
+    execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
+    _exit(127);
+  }
+  while (!std::filesystem::exists(dir / "sock" / "master_event_pull.ipc")) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      std::fprintf(stderr, "bench: brine-master exited (see %s)\n", (dir / "brine-master.log").c_str());
+      std::exit(1);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return pid;
 }
 
 }  // namespace brine::bench

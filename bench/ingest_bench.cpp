@@ -64,6 +64,7 @@
 #include <zmq.hpp>
 
 #include "bench_support.h"
+#include "event_stream.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/store.h"
@@ -71,11 +72,13 @@
 
 namespace {
 
+using brine::bench::BuildStream;
 using brine::bench::Counter;
 using brine::bench::Median;
 using brine::bench::PeakRssKib;
 using brine::bench::RunOnce;
 using brine::bench::Sample;
+using brine::bench::Stream;
 
 using brine::Value;
 using SteadyClock = std::chrono::steady_clock;
@@ -94,69 +97,6 @@ struct Args {
   fs::path bin = fs::path(BRINE_BIN_DIR);
   fs::path keep;
 };
-
-// Every frame back to back in one buffer (5M events are ~2.7 GB; a string per
-// frame would double that).
-struct Stream {
-  std::string blob;
-  std::vector<std::uint64_t> ends;
-  std::uint64_t json_bytes = 0;  // data plus tag, as JSON
-  struct Sample {
-    std::size_t index;  // of the frame
-    std::string jid;
-    std::string minion;
-  };
-  std::vector<Sample> samples;  // the last return of every 5th job
-
-  [[nodiscard]] std::size_t size() const { return ends.size(); }
-  [[nodiscard]] std::string_view frame(std::size_t i) const {
-    const std::uint64_t begin = i == 0 ? 0 : ends[i - 1];
-    return std::string_view(blob).substr(begin, ends[i] - begin);
-  }
-};
-
-// The stream, built before the clock starts.
-Stream BuildStream(long jobs, int minion_count, int returns_per_job, brine::Micros t) {
-  std::mt19937 rng(7);
-  std::vector<std::string> minions;
-  for (int i = 0; i < minion_count; ++i) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "minion-%04d.dc1.example.com", i);
-    minions.emplace_back(buf);
-  }
-  Stream out;
-  out.ends.reserve(static_cast<std::size_t>(jobs) * static_cast<std::size_t>(returns_per_job + 2));
-  out.blob.reserve(out.ends.capacity() * 600);
-  auto add = [&](const std::string& tag, const Value& data) {
-    out.blob += brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
-    out.ends.push_back(out.blob.size());
-    out.json_bytes += tag.size() + brine::ToJson(data).size();
-  };
-  for (long j = 0; j < jobs; ++j) {
-    t += std::chrono::microseconds(1000);
-    const std::string jid = brine::FormatJid(t);
-    const auto first = rng() % static_cast<unsigned>(minion_count);
-    brine::ValueList targets;
-    for (int k = 0; k < returns_per_job; ++k) {
-      targets.emplace_back(minions[(first + static_cast<unsigned>(k) * 97u) % minions.size()]);
-    }
-    const std::string stamp = brine::FormatStamp(t);
-    add(jid, Value::Map({{"minions", Value(targets)}, {"_stamp", stamp}}));
-    add("salt/job/" + jid + "/new",
-        Value::Map({{"jid", jid}, {"tgt_type", "list"}, {"tgt", Value(targets)}, {"user", "root"},
-                    {"fun", "cmd.run"}, {"arg", Value::List({"systemctl is-active nginx"})},
-                    {"minions", Value(targets)}, {"missing", Value::EmptyList()}, {"_stamp", stamp}}));
-    for (const Value& m : targets) {
-      std::string text = "active\n" + std::string(200 + rng() % 100, 'x');
-      add("salt/job/" + jid + "/ret/" + m.as_string(),
-          Value::Map({{"cmd", "_return"}, {"id", m}, {"fun", "cmd.run"},
-                      {"fun_args", Value::List({"systemctl is-active nginx"})}, {"jid", jid}, {"return", text},
-                      {"retcode", 0}, {"success", true}, {"_stamp", stamp}}));
-    }
-    if (j % 5 == 0) out.samples.push_back({out.size() - 1, jid, targets.back().as_string()});
-  }
-  return out;
-}
 
 // The master's counters, read on one read-only connection (opened once the
 // store exists); 0 until then.
@@ -190,33 +130,8 @@ struct Master {
   [[nodiscard]] std::string pull() const { return "ipc://" + (dir / "sock" / "master_event_pull.ipc").string(); }
 };
 
-// Writes dir/conf/master and starts brine-master on it; returns once its pull
-// socket exists (any store in dir/cache is opened, and migrated, before that).
 Master StartMaster(const Args& args, const fs::path& dir) {
-  fs::create_directories(dir / "conf");
-  std::ofstream(dir / "conf" / "master") << "id: bench_master\ncachedir: " << (dir / "cache").string()
-                                         << "\nbrine.sock_dir: " << (dir / "sock").string()
-                                         << "\nbrine.log_file: " << (dir / "brine-master.log").string()
-                                         << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n";
-  Master m;
-  m.dir = dir;
-  m.pid = fork();
-  if (m.pid == 0) {
-    const std::string exe = (args.bin / "brine-master").string();
-    const std::string conf = (dir / "conf").string();
-    execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
-    _exit(127);
-  }
-  while (!fs::exists(dir / "sock" / "master_event_pull.ipc")) {
-    int status = 0;
-    if (waitpid(m.pid, &status, WNOHANG) == m.pid) {
-      std::fprintf(stderr, "ingest_bench: brine-master exited (see %s)\n", (dir / "brine-master.log").c_str());
-      std::exit(1);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  return m;
+  return Master{brine::bench::StartBenchMaster(args.bin / "brine-master", dir, "bench_master"), dir};
 }
 
 // SIGTERM (the master drains and commits), then checkpoints the WAL into the

@@ -72,6 +72,14 @@ if r:
     add("queue insert 1 / pop 1 items/s", "%s / %s" % (r.get("insert_1_per_s", "?"), r.get("pop_1_per_s", "?")), "", "")
     add("queue insert list / pop batch items/s", "%s / %s" % (r.get("insert_list_per_s", "?"),
                                                                r.get("pop_batch_per_s", "?")), "", "")
+r = find("pg")
+if r:
+    add("PostgreSQL ingest, 2 masters, events/s total", "%.0f" % r["ingest_two_masters_eps"], ">= 20,000", "")
+    add("PostgreSQL ingest, 1 master, events/s", "%.0f" % r["ingest_one_master_eps"], "", "")
+    add("PostgreSQL 2 masters / pgjsonb-style baseline", "%.1f" % (r["ingest_two_masters_eps"] / r["baseline_eps"]),
+        ">= 10", "pgjsonb %.0f ev/s" % r["baseline_eps"])
+    add("PostgreSQL list_jobs of %d jobs, s warm" % r["list_jobs_jobs"], "%.3f" % r["list_jobs_s"], "<= 0.5", "")
+    add("PostgreSQL lookup_jid of %d returns, s warm" % r["lookup_returns"], "%.3f" % r["lookup_jid_s"], "<= 0.1", "")
 
 if table:
     widths = [max(len(row[i]) for row in table + [("figure", "measured", "target", "Salt")]) for i in range(4)]

@@ -1,4 +1,7 @@
-# Run as: cmake -DDIR=<migrations dir> -DOUT=<cpp file> -P EmbedMigrationsScript.cmake
+# Run as: cmake -DDIR=<migrations dir> -DOUT=<cpp file> [-DFUNC=<function>] -P EmbedMigrationsScript.cmake
+if(NOT FUNC)
+  set(FUNC EmbeddedMigrations)
+endif()
 file(GLOB sql_files ${DIR}/*.sql)
 list(SORT sql_files)
 set(body "")
@@ -22,6 +25,6 @@ endforeach()
 if(expected EQUAL 1)
   message(FATAL_ERROR "no migrations found in ${DIR}")
 endif()
-file(WRITE ${OUT}.tmp "// Generated from migrations/*.sql by cmake/EmbedMigrationsScript.cmake.\n#include \"migrations.h\"\n\nnamespace brine::store {\n\nconst std::vector<Migration>& EmbeddedMigrations() {\n  static const std::vector<Migration> kMigrations = {\n${body}  };\n  return kMigrations;\n}\n\n}  // namespace brine::store\n")
+file(WRITE ${OUT}.tmp "// Generated from migrations/*.sql by cmake/EmbedMigrationsScript.cmake.\n#include \"migrations.h\"\n\nnamespace brine::store {\n\nconst std::vector<Migration>& ${FUNC}() {\n  static const std::vector<Migration> kMigrations = {\n${body}  };\n  return kMigrations;\n}\n\n}  // namespace brine::store\n")
 file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)
 file(REMOVE ${OUT}.tmp)

@@ -1023,3 +1023,22 @@ TEST_CASE("config: LoadMasterConfigFromText reads includes from the config dir",
           (dir / "master").string() + ": brine.sync: expected 'normal' or 'full', got 1");
   }
 }
+
+TEST_CASE("config: brine.database takes a postgresql URI as it is, and refuses one holding a password",
+          "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "root_dir: /srv/root\nbrine.database: 'postgresql://salt@db1:5433/brine?sslmode=require'\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.brine.database == "postgresql://salt@db1:5433/brine?sslmode=require");
+  WriteFile(dir / "master", "brine.database: postgres:///brine?host=/run/postgresql\n");
+  CHECK(LoadMasterConfig(dir.path()).brine.database == "postgres:///brine?host=/run/postgresql");
+
+  for (const char* uri : {"postgresql://salt:hunter2@db1/brine", "postgresql://db1/brine?sslmode=require&password=hunter2",
+                          "postgresql://db1/brine?password=hunter2"}) {
+    WriteFile(dir / "master", std::string("brine.database: '") + uri + "'\n");
+    const std::string error = LoadError(dir.path());
+    INFO(error);
+    CHECK(error.find("a password in the URI is refused") != std::string::npos);
+    CHECK(error.find("hunter2") == std::string::npos);
+  }
+}

@@ -24,6 +24,7 @@
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
 #include "support/master_process.h"
+#include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/tmpfs_mount.h"
 
@@ -1137,6 +1138,119 @@ TEST_CASE("master: spool files are taken by renaming, and a .taken file a crash 
   REQUIRE(next.size() == 1);
   REQUIRE(next[0].ReadAll() == "b");
   REQUIRE(std::filesystem::exists(spool / "notes.txt"));
+}
+
+// --- several masters, one PostgreSQL database (issue 16) ---------------------
+
+namespace {
+
+// brine-run's stdout for `args` against the config in `conf_dir`.
+std::string RunnerOut(const std::filesystem::path& conf_dir, std::vector<std::string> args) {
+  std::vector<std::string> argv{brine::test::Binary("brine-run").string(), "-c", conf_dir.string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto r = brine::test::Run(argv);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+}  // namespace
+
+TEST_CASE("master: two brine-masters on one PostgreSQL database answer brine-run alike, and as SQLite does",
+          "[master][e2e][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN(*why);
+    return;
+  }
+  auto& server = brine::test::PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  const std::string database = "brine.database: '" + uri + "'\n";
+  MasterProcess a(database);
+  MasterProcess b(database);
+  // A second id for the second master (`id` is in the generated master file).
+  std::filesystem::create_directories(b.conf_dir() / "master.d");
+  std::ofstream(b.conf_dir() / "master.d" / "id.conf") << "id: second_master\n";
+  MasterProcess sqlite;
+  a.Start();
+  b.Start();
+  sqlite.Start();
+  // Hot multi-master: every event reaches both masters.
+  const auto frames = Frames2014(Fixture2014());
+  PushFrames(a.pull_endpoint(), frames);
+  PushFrames(b.pull_endpoint(), frames);
+  PushFrames(sqlite.pull_endpoint(), frames);
+  REQUIRE(a.Stop() == 0);
+  REQUIRE(b.Stop() == 0);
+  REQUIRE(sqlite.Stop() == 0);
+
+  // Each return is stored once; each master archived its own bus.
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM salt_returns") == "3\n");
+  REQUIRE(server.Query(uri, "SELECT master_id, count(*) FROM salt_events GROUP BY master_id ORDER BY 1") ==
+          "second_master|15\ntest_master|15\n");
+  REQUIRE(server.Query(uri, "SELECT jid, fun, load_source FROM jids ORDER BY jid") ==
+          "20140417135823133764|test.ping|publish\n"
+          "20140417141834578593|cmd.run|publish\n"
+          "20140417141839587706|saltutil.find_job|publish\n");
+
+  for (const std::vector<std::string>& call :
+       {std::vector<std::string>{"jobs.list_jobs", "--out", "json"},
+        std::vector<std::string>{"jobs.list_jobs"},
+        std::vector<std::string>{"jobs.lookup_jid", "20140417141834578593"},
+        std::vector<std::string>{"jobs.lookup_jid", "20140417141834578593", "--out", "json"},
+        std::vector<std::string>{"jobs.list_job", "20140417135823133764"},
+        std::vector<std::string>{"jobs.list_job", "20140417141834578593", "--out", "yaml"}}) {
+    INFO(call[0]);
+    const std::string from_sqlite = RunnerOut(sqlite.conf_dir(), call);
+    REQUIRE_FALSE(from_sqlite.empty());
+    REQUIRE(RunnerOut(a.conf_dir(), call) == from_sqlite);
+    REQUIRE(RunnerOut(b.conf_dir(), call) == from_sqlite);
+  }
+}
+
+TEST_CASE("master: PostgreSQL killed mid-ingest and started again loses nothing, and brine-master recovers by itself",
+          "[master][e2e][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN(*why);
+    return;
+  }
+  brine::test::PostgresServer server;  // its own: this test kills it
+  const std::string uri = server.CreateDatabase();
+  MasterProcess m("brine.database: '" + uri + "'\n");
+  m.Start();
+  int sent = 0;
+  auto push = [&](int n) {
+    std::vector<std::string> frames;
+    for (int i = 0; i < n; ++i, ++sent) {
+      frames.push_back(brine::wire::EncodeFrame("test/outage/" + std::to_string(sent),
+                                                Value::Map({{"n", sent}}), brine::wire::Framing::kNew));
+    }
+    PushFrames(m.pull_endpoint(), frames);
+  };
+  auto archived = [&] {
+    try {
+      return std::stoi(server.Query(uri, "SELECT count(*) FROM salt_events WHERE tag LIKE 'test/outage/%'"));
+    } catch (const std::exception&) {
+      return -1;
+    }
+  };
+  push(500);
+  REQUIRE(WaitUntil([&] { return archived() == 500; }));
+  server.Kill();
+  push(500);  // arrives while the database is gone: the writer keeps the batch
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server.Start();
+  push(500);
+  const bool all = WaitUntil([&] { return archived() == sent; }, std::chrono::seconds(60));
+  INFO("archived " << archived() << " of " << sent << "; log:\n" << brine::test::ReadFile(m.log_file())
+                    << "\nstdout and stderr:\n" << brine::test::ReadFile(m.dir() / "master.out"));
+  REQUIRE(all);
+  REQUIRE(m.child()->Running());
+  REQUIRE(m.Stop() == 0);
+  // Every event exactly once.
+  REQUIRE(server.Query(uri, "SELECT count(DISTINCT tag) FROM salt_events WHERE tag LIKE 'test/outage/%'") ==
+          std::to_string(sent) + "\n");
+  const std::string log = brine::test::ReadFile(m.log_file());
+  REQUIRE(log.find("store writable again") != std::string::npos);
 }
 
 // --- the Salt plug-in's acknowledged socket (cache_socket.h) -------------------

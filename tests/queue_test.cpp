@@ -22,6 +22,7 @@
 #include "brine/wire/codec.h"
 #include "support/value_printer.h"
 #include "support/master_process.h"
+#include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -528,11 +529,15 @@ TEST_CASE("queue: 8 processes popping one queue of 20,000 items get every item e
   REQUIRE(OpenQueues(db)->Length("work") == 0);
 }
 
-TEST_CASE("queue: 8 brine-run processes popping at once never get the same item", "[queue][e2e]") {
-  Site site;
+namespace {
+
+// 2,000 items queued through confs[0], then 8 brine-run processes (process c
+// on confs[c % size], each a loop of 10 pops of 25) pop at once: every item
+// exactly once. `dir` takes their output.
+void EightPoppers(const std::vector<fs::path>& confs, const fs::path& dir) {
   std::vector<Value> items;
   for (int i = 0; i < 2000; ++i) items.emplace_back(i);
-  REQUIRE(JsonRun(site.conf(), {"queue.insert", "work", ToJson(Value(items))}) == true);
+  REQUIRE(JsonRun(confs[0], {"queue.insert", "work", ToJson(Value(items))}) == true);
   std::vector<std::unique_ptr<brine::test::Child>> children;
   for (int c = 0; c < 8; ++c) {
     // Each process pops 25 at a time, 10 times: 8 * 10 * 25 = 2000.
@@ -540,13 +545,13 @@ TEST_CASE("queue: 8 brine-run processes popping at once never get the same item"
                              "queue.pop work 25 || exit 1; done";
     children.push_back(std::make_unique<brine::test::Child>(
         std::vector<std::string>{"/bin/sh", "-c", loop, brine::test::Binary("brine-run").string(),
-                                 site.conf().string()},
-        site.dir() / ("popped." + std::to_string(c))));
+                                 confs[static_cast<std::size_t>(c) % confs.size()].string()},
+        dir / ("popped." + std::to_string(c))));
   }
   for (auto& child : children) REQUIRE(child->Wait(std::chrono::seconds(120)) == 0);
   std::multiset<long long> seen;
   for (int c = 0; c < 8; ++c) {
-    std::istringstream in(brine::test::ReadFile(site.dir() / ("popped." + std::to_string(c))));
+    std::istringstream in(brine::test::ReadFile(dir / ("popped." + std::to_string(c))));
     std::string line;
     int lines = 0;
     while (std::getline(in, line)) {
@@ -559,7 +564,26 @@ TEST_CASE("queue: 8 brine-run processes popping at once never get the same item"
   }
   REQUIRE(seen.size() == 2000);
   REQUIRE(std::set<long long>(seen.begin(), seen.end()).size() == 2000);
-  REQUIRE(JsonRun(site.conf(), {"queue.list_length", "work"}) == 0);
+  REQUIRE(JsonRun(confs.back(), {"queue.list_length", "work"}) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("queue: 8 brine-run processes popping at once never get the same item", "[queue][e2e]") {
+  Site site;
+  EightPoppers({site.conf()}, site.dir());
+}
+
+TEST_CASE("queue: 8 brine-run processes on two masters' configs popping one PostgreSQL queue get each item once",
+          "[queue][e2e][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN(*why);
+    return;
+  }
+  const std::string database = "brine.database: '" + brine::test::PostgresServer::Shared().CreateDatabase() + "'";
+  Site a(database + "\nid: master_a");
+  Site b(database + "\nid: master_b");
+  EightPoppers({a.conf(), b.conf()}, a.dir());
 }
 
 // --- process_queue and process_runner ---------------------------------------------------

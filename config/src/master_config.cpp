@@ -288,6 +288,22 @@ struct Found {
 // Strict typed reads of the merged config. Each returns nullopt when the key
 // is absent and throws ConfigError("<file>: <key>: expected ..., got ...")
 // when it is present but unusable.
+
+// postgresql:// or postgres://: a PostgreSQL database (store/'s rule too).
+bool IsDatabaseUri(std::string_view v) { return v.starts_with("postgresql://") || v.starts_with("postgres://"); }
+
+// True when the URI carries a password: user:password@ or a password= parameter.
+bool UriHasPassword(std::string_view uri) {
+  const std::string_view rest = uri.substr(uri.find("://") + 3);
+  const std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+  const auto at = authority.rfind('@');
+  if (at != std::string_view::npos && authority.substr(0, at).find(':') != std::string_view::npos) return true;
+  const auto query = rest.find('?');
+  if (query == std::string_view::npos) return false;
+  const std::string params = "&" + std::string(rest.substr(query + 1));
+  return params.find("&password=") != std::string::npos;
+}
+
 class Typer {
  public:
   Typer(const Layer& merged, const fs::path& master_path)
@@ -544,9 +560,21 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   c.master_job_cache = Typer::Text(t.Salt("master_job_cache"), "a returner name").value_or("local_cache");
 
   MasterConfig::Brine& b = c.brine;
-  std::optional<std::string> database = Typer::Path(t.Brine("database"));
-  b.database = database ? internal::PrependRootDir(root_dir, *database)
-                        : PyJoin(c.cachedir.string(), "brine.sqlite");
+  const Found database_key = t.Brine("database");
+  std::optional<std::string> database = Typer::Path(database_key);
+  if (database && IsDatabaseUri(*database)) {
+    // A PostgreSQL URI (libpq's syntax) is passed on as it is. Its password
+    // must come from libpq's own sources: a config file is world-readable
+    // more often than not, and the URI shows in logs and errors.
+    if (UriHasPassword(*database)) {
+      throw ConfigError(database_key.file.string() + ": " + database_key.key +
+                        ": a password in the URI is refused; put it in ~/.pgpass, PGPASSFILE or passfile=");
+    }
+    b.database = *database;
+  } else {
+    b.database = database ? internal::PrependRootDir(root_dir, *database)
+                          : PyJoin(c.cachedir.string(), "brine.sqlite");
+  }
   std::optional<std::string> brine_sock_dir = Typer::Path(t.Brine("sock_dir"));
   b.sock_dir =
       brine_sock_dir ? fs::path(internal::PrependRootDir(root_dir, *brine_sock_dir)) : c.sock_dir;

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <thread>
 #include <zmq.hpp>
 
@@ -98,8 +99,11 @@ struct Folder {
 };
 
 std::vector<Folder> FoldersOf(const config::MasterConfig& cfg) {
-  std::vector<Folder> folders = {{cfg.brine.log_file.parent_path(), "brine.log_file's folder"},
-                                 {cfg.brine.database.parent_path(), "brine.database's folder"}};
+  std::vector<Folder> folders = {{cfg.brine.log_file.parent_path(), "brine.log_file's folder"}};
+  // A server database (PostgreSQL URI) has no folder on this machine.
+  if (!store::IsServerDatabase(cfg.brine.database)) {
+    folders.push_back({cfg.brine.database.parent_path(), "brine.database's folder"});
+  }
   if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) folders.push_back({cfg.brine.sock_dir, "brine.sock_dir"});
   return folders;
 }
@@ -294,7 +298,9 @@ int Run(const Args& args, std::ostream& err) {
 
   const config::BusEndpoints endpoints = config::EndpointsFor(cfg);
   for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);
-  const StoreLock store_lock(cfg.brine.database, cfg.id);
+  // One writer per SQLite file; a server database takes several masters.
+  std::optional<StoreLock> store_lock;
+  if (!store::IsServerDatabase(cfg.brine.database)) store_lock.emplace(cfg.brine.database, cfg.id);
 
   SystemClock clock;
   FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20);

@@ -8,6 +8,7 @@
 
 #include <SQLiteCpp/Database.h>
 
+#include "backend.h"
 #include "brine/store/store.h"
 
 namespace brine::store::detail {
@@ -17,8 +18,6 @@ namespace brine::store::detail {
 // Throws as OpenStore documents.
 std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& path,
                                                  const OpenOptions& options);
-
-enum class Op { kRead, kWrite };
 
 // Rethrows the exception being handled as a store error, with `context`
 // prefixed to SQLite's message: BUSY/LOCKED -> BusyError; CORRUPT/NOTADB ->

@@ -18,6 +18,9 @@ struct Migration {
 // Every embedded migration, in version order (1, 2, ...). Generated.
 const std::vector<Migration>& EmbeddedMigrations();
 
+// Every embedded migrations/postgres/*.sql migration, in version order. Generated.
+const std::vector<Migration>& EmbeddedPostgresMigrations();
+
 // Brings `db` to the latest version: each pending migration runs in one
 // BEGIN IMMEDIATE transaction that also sets PRAGMA user_version. Statements
 // above a line `-- @transaction` in a migration run just before that

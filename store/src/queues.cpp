@@ -1,6 +1,11 @@
 #include "brine/store/queues.h"
 
+#include "brine/core/json.h"
 #include "brine/core/utf8.h"
+#include "queue_rules.h"
+
+#include <algorithm>
+#include <stdexcept>
 
 namespace brine::store {
 
@@ -16,6 +21,49 @@ bool IsValidQueueName(std::string_view name) {
   }
   return true;
 }
+
+namespace detail {
+namespace {
+
+// Containers enclosing the deepest value of `v`, counting `v` itself; stops
+// counting past `limit`.
+int Depth(const Value& v, int limit) {
+  if (limit < 0) return 1;
+  int deepest = 0;
+  if (v.is_list()) {
+    for (const Value& e : v.as_list()) deepest = std::max(deepest, Depth(e, limit - 1));
+    return deepest + 1;
+  }
+  if (v.is_map()) {
+    for (const auto& [k, e] : v.as_map()) deepest = std::max(deepest, Depth(e, limit - 1));
+    return deepest + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void CheckName(const std::string& queue) {
+  if (!IsValidQueueName(queue)) {
+    throw std::invalid_argument("invalid queue name: it must be 1-255 bytes of UTF-8 without '/', NUL or control "
+                                "characters");
+  }
+}
+
+// The storage JSON of each item; an item ParseJson could not read back is refused.
+std::vector<std::string> ItemTexts(std::span<const Value> items) {
+  std::vector<std::string> texts;
+  texts.reserve(items.size());
+  for (const Value& item : items) {
+    if (Depth(item, kMaxJsonDepth) > kMaxJsonDepth) {
+      throw std::invalid_argument("queue item nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    }
+    texts.push_back(ToJson(item));
+  }
+  return texts;
+}
+
+}  // namespace detail
 
 PopBatch::PopBatch(PopBatch&& other) noexcept : owner_(other.owner_), items_(std::move(other.items_)) {
   other.owner_ = nullptr;

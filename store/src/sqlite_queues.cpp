@@ -18,51 +18,18 @@
 #include "brine/core/json.h"
 #include "brine/store/queues.h"
 #include "connection.h"
+#include "queue_rules.h"
 #include "statement_cache.h"
 
 namespace brine::store {
 namespace {
 
+using detail::CheckName;
+using detail::ItemTexts;
 using detail::Op;
 using detail::RethrowAsStoreError;
 
-// Containers enclosing the deepest value of `v`, counting `v` itself; stops
-// counting past `limit`.
-int Depth(const Value& v, int limit) {
-  if (limit < 0) return 1;
-  int deepest = 0;
-  if (v.is_list()) {
-    for (const Value& e : v.as_list()) deepest = std::max(deepest, Depth(e, limit - 1));
-    return deepest + 1;
-  }
-  if (v.is_map()) {
-    for (const auto& [k, e] : v.as_map()) deepest = std::max(deepest, Depth(e, limit - 1));
-    return deepest + 1;
-  }
-  return 0;
-}
-
-void CheckName(const std::string& queue) {
-  if (!IsValidQueueName(queue)) {
-    throw std::invalid_argument("invalid queue name: it must be 1-255 bytes of UTF-8 without '/', NUL or control "
-                                "characters");
-  }
-}
-
-// The storage JSON of each item; an item ParseJson could not read back is refused.
-std::vector<std::string> ItemTexts(std::span<const Value> items) {
-  std::vector<std::string> texts;
-  texts.reserve(items.size());
-  for (const Value& item : items) {
-    if (Depth(item, kMaxJsonDepth) > kMaxJsonDepth) {
-      throw std::invalid_argument("queue item nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
-    }
-    texts.push_back(ToJson(item));
-  }
-  return texts;
-}
-
-class SqliteQueues final : public Queues {
+class SqliteQueues final : public detail::TransactionalQueues {
  public:
   SqliteQueues(const std::filesystem::path& path, const OpenOptions& options) {
     if (options.access != OpenOptions::Access::kReadWrite) {
@@ -71,9 +38,7 @@ class SqliteQueues final : public Queues {
     db_ = detail::OpenConnection(path, options);
   }
 
-  ~SqliteQueues() override {
-    if (pop_open_) RollbackPopImpl();
-  }
+  ~SqliteQueues() override { CloseOpenPop(); }
 
   InsertOutcome Insert(const std::string& queue, std::span<const Value> items) override {
     CheckName(queue);
@@ -157,53 +122,43 @@ class SqliteQueues final : public Queues {
   }
 
  protected:
-  std::vector<Value> BeginPopImpl(const std::string& queue, std::int64_t quantity) override {
-    CheckName(queue);
-    CheckWritable("pop");
-    if (pop_open_) throw StoreError("cannot pop: a pop is already open on this connection");
+  void BeginTxn() override { db_->exec("BEGIN IMMEDIATE"); }
+
+  void CommitTxn() override {
+    ResetStatements();
+    db_->exec("COMMIT");
+  }
+
+  // Rolls back whatever transaction is open (SQLite may already have done so).
+  void RollbackTxn() noexcept override {
+    ResetStatements();
+    try {
+      if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+
+  [[noreturn]] void Rethrow(std::string_view context, Op op) override { RethrowAsStoreError(context, op); }
+
+  std::vector<Value> PopHead(const std::string& queue, std::int64_t quantity) override {
     Selected selected;
-    try {
-      db_->exec("BEGIN IMMEDIATE");
-      const std::int64_t queue_id = EnsureQueue(queue);
-      if (quantity != 0) selected = SelectItems(queue_id, quantity);
-      if (!selected.items.empty()) {
-        // The selected rows are the queue's oldest, and the write lock keeps
-        // anyone from adding older ones, so "id <= last" is exactly them.
-        auto& del = Stmt("DELETE FROM queue_item WHERE queue_id = ? AND id <= ?");
-        del.bind(1, queue_id);
-        del.bind(2, selected.last_id);
-        const int removed = del.exec();
-        del.reset();
-        if (removed != static_cast<int>(selected.items.size())) {
-          throw StoreError("pop removed " + std::to_string(removed) + " rows for " +
-                           std::to_string(selected.items.size()) + " items");
-        }
+    const std::int64_t queue_id = EnsureQueue(queue);
+    if (quantity != 0) selected = SelectItems(queue_id, quantity);
+    if (!selected.items.empty()) {
+      // The selected rows are the queue's oldest, and the write lock keeps
+      // anyone from adding older ones, so "id <= last" is exactly them.
+      auto& del = Stmt("DELETE FROM queue_item WHERE queue_id = ? AND id <= ?");
+      del.bind(1, queue_id);
+      del.bind(2, selected.last_id);
+      const int removed = del.exec();
+      del.reset();
+      if (removed != static_cast<int>(selected.items.size())) {
+        throw StoreError("pop removed " + std::to_string(removed) + " rows for " +
+                         std::to_string(selected.items.size()) + " items");
       }
-      ResetStatements();
-    } catch (...) {
-      RollbackOpen();
-      RethrowAsStoreError("queue pop", Op::kWrite);
     }
-    pop_open_ = true;
+    ResetStatements();
     return std::move(selected.items);
-  }
-
-  void CommitPopImpl() override {
-    if (!pop_open_) return;
-    pop_open_ = false;
-    try {
-      db_->exec("COMMIT");
-    } catch (...) {
-      RollbackOpen();
-      failed_ = true;
-      RethrowAsStoreError("queue pop commit", Op::kWrite);
-    }
-  }
-
-  void RollbackPopImpl() noexcept override {
-    if (!pop_open_) return;
-    pop_open_ = false;
-    RollbackOpen();
   }
 
  private:
@@ -216,25 +171,6 @@ class SqliteQueues final : public Queues {
 
   void ResetStatements() noexcept { statements_.ResetAll(); }
 
-  void CheckWritable(const char* what) const {
-    if (failed_) {
-      throw StoreError(std::string("cannot ") + what + ": an earlier commit failed; reopen the queues");
-    }
-  }
-
-  void CheckIdle(const char* what) const {
-    if (pop_open_) throw StoreError(std::string("cannot ") + what + ": a pop is open on this connection");
-  }
-
-  // Rolls back whatever transaction is open (SQLite may already have done so).
-  void RollbackOpen() noexcept {
-    ResetStatements();
-    try {
-      if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
-    } catch (...) {
-    }
-  }
-
   template <class F>
   auto Read(const char* what, F&& f) -> decltype(f()) {
     CheckIdle(what);
@@ -245,29 +181,6 @@ class SqliteQueues final : public Queues {
     } catch (...) {
       ResetStatements();
       RethrowAsStoreError(what, Op::kRead);
-    }
-  }
-
-  // Runs `f` in a BEGIN IMMEDIATE transaction of its own and commits. Any
-  // failure rolls back; a failed COMMIT also leaves the Queues refusing writes.
-  template <class F>
-  void Write(const char* what, F&& f) {
-    CheckIdle(what);
-    CheckWritable(what);
-    try {
-      db_->exec("BEGIN IMMEDIATE");
-      f();
-      ResetStatements();
-    } catch (...) {
-      RollbackOpen();
-      RethrowAsStoreError(what, Op::kWrite);
-    }
-    try {
-      db_->exec("COMMIT");
-    } catch (...) {
-      RollbackOpen();
-      failed_ = true;
-      RethrowAsStoreError(what, Op::kWrite);
     }
   }
 
@@ -309,13 +222,12 @@ class SqliteQueues final : public Queues {
 
   std::unique_ptr<SQLite::Database> db_;
   detail::StatementCache statements_;  // after db_: destroyed first
-  bool pop_open_ = false;
-  bool failed_ = false;
 };
 
 }  // namespace
 
 std::unique_ptr<Queues> OpenQueues(const std::filesystem::path& path, const OpenOptions& options) {
+  if (IsServerDatabase(path)) return OpenPostgresQueues(path.native(), options);
   return std::make_unique<SqliteQueues>(path, options);
 }
 

@@ -70,7 +70,9 @@
 // brine's own keys, written flat like Salt's `mysql.host` (`brine.database:
 // /path`) or nested (`brine: {database: /path}`); when a file set gives both,
 // the flat key wins. Errors name the key as `brine.<name>` either way.
-//   brine.database            <cachedir>/brine.sqlite
+//   brine.database            <cachedir>/brine.sqlite; a path (SQLite), or a
+//                             postgresql:// URI in libpq's syntax, taken as it is
+//                             (no root_dir); a URI with a password is an error
 //   brine.sock_dir            the effective sock_dir
 //   brine.tcp_pull_port       tcp_master_pull_port (4513), 1-65535
 //   brine.tcp_pub_port        tcp_master_pub_port (4512), 1-65535, not the pull port

@@ -20,7 +20,9 @@
 // rolled back; while it is open the database's write lock is held.
 //
 // Threading: a Queues is one database connection and belongs to one thread.
-// No SQLite type appears here; the SQLite implementation is OpenQueues.
+// No SQLite type appears here; OpenQueues gives the SQLite or the PostgreSQL
+// implementation. On PostgreSQL a pop takes the head rows no other open pop
+// holds (FOR UPDATE SKIP LOCKED) and does not block other callers.
 #pragma once
 
 #include <cstddef>
@@ -139,8 +141,8 @@ class Queues {
   friend class PopBatch;
 };
 
-// Opens (creating when missing) the brine store at `path` for the queue
-// tables, bringing its schema up to date as OpenStore does. `options.access`
+// Opens (creating when missing) the brine store at `path` (a SQLite file, or
+// a postgresql:// URI as OpenStore takes it) for the queue tables, bringing its schema up to date as OpenStore does. `options.access`
 // must be kReadWrite: every queue call may record a name. Throws StoreError for
 // read-only access or a path that cannot be opened, TooNewError for a store
 // made by a newer brine, FatalError for a file that is not a brine store.

@@ -229,7 +229,9 @@ class Store {
 
   // Deletes jobs whose jid time is before `jobs_before` (with their load,
   // expected minions and returns), and archived events and quarantined frames
-  // that arrived before `events_before`; at most `max_rows` rows in all.
+  // that arrived before `events_before`; at most `max_rows` rows in all
+  // (on PostgreSQL, whole days of archived events before `events_before` are
+  // dropped as partitions besides, outside that budget).
   virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before,
                                    std::optional<Micros> events_before, std::int64_t max_rows) = 0;
 
@@ -312,8 +314,16 @@ class Store {
   friend class Batch;
 };
 
-// Opens (creating when read-write) the SQLite store at `path` and brings its
-// schema up to date. Throws TooNewError for a database made by a newer brine,
+// True when `database` names a database on a server (a postgresql:// or
+// postgres:// URI in libpq's syntax) rather than a SQLite file: it has no
+// directory of its own to create.
+[[nodiscard]] bool IsServerDatabase(const std::filesystem::path& database);
+
+// Opens (creating when read-write) the store at `path` and brings its schema
+// up to date: a SQLite file, or for a postgresql:// URI (IsServerDatabase) the
+// PostgreSQL database it names, connecting with libpq (the password from
+// ~/.pgpass, PGPASSFILE or passfile=; errors name host and database, never
+// the URI's secrets). A lost connection during a write is WriteFailedError. Throws TooNewError for a database made by a newer brine,
 // FatalError for a file that is not a brine store or is corrupt, StoreError
 // for anything else (e.g. a missing file opened read-only).
 [[nodiscard]] std::unique_ptr<Store> OpenStore(const std::filesystem::path& path,

@@ -1,5 +1,5 @@
-// The SQLite implementation of brine::store::Store. Layout: migrations/*.sql
-// and docs/schema.md.
+// The SQLite Backend of the job cache (backend.h): statements, BEGIN IMMEDIATE
+// batches, WAL, incremental vacuum. Layout: migrations/*.sql and docs/schema.md.
 #include <sqlite3.h>
 
 #include <SQLiteCpp/Backup.h>
@@ -8,24 +8,29 @@
 
 #include <algorithm>
 #include <exception>
-#include <unistd.h>
 #include <unordered_map>
 
+#include "backend.h"
 #include "brine/core/glob.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "connection.h"
-#include "statement_cache.h"
+#include "job_cache.h"
 #include "migrations.h"
+#include "statement_cache.h"
 
 namespace brine::store {
 namespace {
 
+using detail::Backend;
+using detail::EventRow;
+using detail::JobState;
+using detail::LoadKind;
 using detail::Op;
+using detail::ReturnRow;
 using detail::RethrowAsStoreError;
 
-constexpr std::size_t kMaxCachedJobs = 200000;
 // Minion name -> row id. A fleet that churns names (cloud instances) would
 // otherwise grow it for ever (+82 MB per 600k names); past the bound it
 // starts again, and a name not cached costs one indexed lookup.
@@ -136,16 +141,16 @@ constexpr const char* kDetachEvents =
     "   JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)),"
     " ret_id = NULL, stamp = NULL";
 
-// Binds a return's `success` (0/1) and `retcode` (an int) at `first` and
-// first + 1, NULL where the return has none of that type.
-void BindOutcome(SQLite::Statement& q, int first, const Value& ret) {
-  if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) {
-    q.bind(first, s->as_bool() ? 1 : 0);
+// Binds a return's `success` (0/1) and `retcode` at `first` and first + 1,
+// NULL where the return has none.
+void BindOutcome(SQLite::Statement& q, int first, const ReturnRow& row) {
+  if (row.success) {
+    q.bind(first, *row.success ? 1 : 0);
   } else {
     q.bind(first);
   }
-  if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
-    q.bind(first + 1, static_cast<std::int64_t>(rc->as_int()));
+  if (row.retcode) {
+    q.bind(first + 1, *row.retcode);
   } else {
     q.bind(first + 1);
   }
@@ -172,40 +177,6 @@ void RegisterFunctions(SQLite::Database& db) {
                              nullptr);
 }
 
-// The metadata Salt's format_job_instance would show for a load: a dict under
-// `metadata`, else under `kwargs.metadata`.
-const Value* LoadMetadata(const Value& load) {
-  if (const Value* m = load.Find("metadata"); m != nullptr && m->is_map()) return m;
-  if (const Value* kw = load.Find("kwargs"); kw != nullptr) {
-    if (const Value* m = kw->Find("metadata"); m != nullptr && m->is_map()) return m;
-  }
-  // Newer clients pass keyword arguments as a dict marked __kwarg__ in `arg`.
-  if (const Value* args = load.Find("arg"); args != nullptr && args->is_list()) {
-    for (const Value& a : args->as_list()) {
-      const Value* marker = a.Find("__kwarg__");
-      if (marker != nullptr && marker->Truthy()) {
-        if (const Value* m = a.Find("metadata"); m != nullptr && m->is_map()) return m;
-      }
-    }
-  }
-  return nullptr;
-}
-
-// The jid a job event belongs to, or "" for events that are not job events.
-std::string JobEventJid(std::string_view tag, const Value& data) {
-  constexpr std::string_view kPrefix = "salt/job/";
-  if (tag.substr(0, kPrefix.size()) == kPrefix) {
-    const std::string_view rest = tag.substr(kPrefix.size());
-    const auto slash = rest.find('/');
-    return std::string(rest.substr(0, slash));
-  }
-  if (IsJid(tag)) return std::string(tag);
-  if (tag == "new_job") {
-    if (const std::string* jid = data.FindString("jid")) return *jid;
-  }
-  return "";
-}
-
 void BindOptionalText(SQLite::Statement& q, int index, const std::optional<std::string>& v) {
   if (v) {
     q.bind(index, *v);
@@ -214,16 +185,20 @@ void BindOptionalText(SQLite::Statement& q, int index, const std::optional<std::
   }
 }
 
-class SqliteStore final : public Store {
+void BindOptionalInt(SQLite::Statement& q, int index, const std::optional<std::int64_t>& v) {
+  if (v) {
+    q.bind(index, *v);
+  } else {
+    q.bind(index);
+  }
+}
+
+class SqliteBackend final : public Backend {
  public:
-  SqliteStore(const std::filesystem::path& path, const OpenOptions& options)
-      : options_(options),
-        clock_(options.clock != nullptr ? options.clock : &system_clock_),
-        jids_(*clock_, JidUniqueness::kPlain, static_cast<long>(getpid())),
-        db_(detail::OpenConnection(path, options)) {
+  SqliteBackend(const std::filesystem::path& path, const OpenOptions& options)
+      : db_(detail::OpenConnection(path, options)) {
     RegisterFunctions(*db_);
-    read_only_ = options.access == OpenOptions::Access::kReadOnly;
-    if (!read_only_) {
+    if (options.access != OpenOptions::Access::kReadOnly) {
       Guard("opening the store", Op::kWrite, [&] {
         LoadHighWaterMarks();
         db_->exec("INSERT INTO master(name) VALUES (" + Quote(options.master_id) +
@@ -239,206 +214,243 @@ class SqliteStore final : public Store {
     }
   }
 
-  ~SqliteStore() override {
-    if (in_batch_) RollbackBatchImpl();
+  ~SqliteBackend() override { Rollback(); }
+
+  // --- transactions ---------------------------------------------------------------
+
+  // No cached statement may carry a read snapshot into the write transaction:
+  // SQLite cannot upgrade a stale one (SQLITE_BUSY_SNAPSHOT, returned without
+  // waiting on the busy handler, and again on every retry).
+  void Begin() override {
+    ResetStatements();
+    db_->exec("BEGIN IMMEDIATE");
   }
 
-  // --- writes -------------------------------------------------------------------
-
-  std::string PrepJid(Caching caching, const std::optional<std::string>& passed_jid) override {
-    std::string jid = passed_jid.value_or(jids_.Next());
-    Write("prep_jid", [&] {
-      JobEntry& job = EnsureJob(jid);
-      if (caching == Caching::kNoCache && !job.nocache) {
-        auto& q = Stmt("UPDATE job SET nocache = 1 WHERE id = ?");
-        q.bind(1, job.id);
-        q.exec();
-        job.nocache = true;
-      }
-    });
-    return jid;
+  void Commit() override {
+    ResetStatements();
+    db_->exec("COMMIT");
   }
 
-  void SaveLoad(const std::string& jid, const Value& load,
-                const std::optional<std::vector<std::string>>& minions) override {
-    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
-    Write("save_load", [&] {
-      JobEntry& job = EnsureJob(jid);
-      if (job.load_kind != kLoadCachePublish) PutLoad(job, load, kLoadPublish);
-      if (minions) MergeMinions(job, *minions);
-    });
-  }
-
-  void SaveCacheLoad(const std::string& jid, const Value& load,
-                     const std::optional<std::vector<std::string>>& minions) override {
-    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
-    const std::string* cmd = load.FindString("cmd");
-    Write("save_load", [&] {
-      JobEntry& job = EnsureJob(jid);
-      if (cmd != nullptr && *cmd == "publish") {
-        PutLoad(job, load, kLoadCachePublish);
-      } else if (cmd != nullptr && *cmd == "_return") {
-        // store_job hands every return to save_load when the cache is not
-        // local_cache (spec 7.1 step 11); the publish load must survive it
-        // (case C6). A job with no load yet gets Returner's stub.
-        const Value* minion = load.Find("id");
-        if (job.load_kind == kLoadNone && minion != nullptr && minion->is_string() && !minion->as_string().empty()) {
-          SaveStubLoad(job, jid, load, MinionId(minion->as_string()));
-        }
-      } else if (job.load_kind != kLoadCachePublish) {
-        PutLoad(job, load, kLoadPublish);
-      }
-      if (minions) MergeMinions(job, *minions);
-    });
-  }
-
-  void SaveMinions(const std::string& jid, const std::vector<std::string>& minions,
-                   const std::optional<std::string>&) override {
-    Write("save_minions", [&] { MergeMinions(EnsureJob(jid), minions); });
-  }
-
-  ReturnOutcome Returner(const Value& ret) override {
-    ReturnOutcome out;
-    const std::string* jid_in = ret.FindString("jid");
-    const std::string* minion = ret.FindString("id");
-    if (!ret.is_map() || jid_in == nullptr || minion == nullptr || minion->empty() ||
-        ret.Find("return") == nullptr) {
-      return out;
+  void Rollback() noexcept override {
+    ResetStatements();
+    try {
+      if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
+    } catch (...) {
     }
-    std::string jid = *jid_in;
-    if (jid == "req") {
-      const Value* nocache = ret.Find("nocache");
-      jid = PrepJid(nocache != nullptr && nocache->Truthy() ? Caching::kNoCache : Caching::kCache,
-                    std::nullopt);
+    minions_.clear();
+    try {
+      LoadHighWaterMarks();
+    } catch (...) {
     }
-    out.jid = jid;
-    const std::string full_ret = ToJson(ret);
-    Write("returner", [&] {
-      JobEntry& job = EnsureJob(jid);
-      if (job.nocache) return;
-      const std::int64_t minion_id = MinionId(*minion);
-      auto& ins = Stmt(
-          "INSERT INTO ret (job_id, minion_id, recv_us, success, retcode, full_ret)"
-          " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, minion_id) DO NOTHING");
-      ins.bind(1, job.id);
-      ins.bind(2, minion_id);
-      ins.bind(3, ToUnixMicros(clock_->Now()));
-      BindOutcome(ins, 4, ret);
-      ins.bind(6, full_ret);
+  }
+
+  void EndCall() noexcept override { ResetStatements(); }
+
+  [[noreturn]] void Rethrow(std::string_view context, Op op) override { RethrowAsStoreError(context, op); }
+
+  bool Shared() const override { return false; }
+
+  // --- job cache primitives -----------------------------------------------------------
+
+  JobState GetOrCreateJob(const std::string& jid, Micros seen) override {
+    JobState entry;
+    auto& q = Stmt("SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions FROM job WHERE jid = ?");
+    q.bind(1, jid);
+    if (q.executeStep()) {
+      entry.id = q.getColumn(0).getInt64();
+      entry.load_kind = static_cast<LoadKind>(q.getColumn(1).getInt());
+      entry.nocache = q.getColumn(2).getInt() != 0;
+      entry.has_metadata = q.getColumn(3).getInt() != 0;
+      entry.stub_minions = q.getColumn(4).getInt() != 0;
+      q.reset();
+    } else {
+      auto& ins = Stmt("INSERT INTO job (jid, seen_us) VALUES (?, ?)");
+      ins.bind(1, jid);
+      ins.bind(2, ToUnixMicros(seen));
       ins.exec();
-      if (db_->getChanges() == 0) {
-        ClassifyRepeat(job.id, minion_id, ret, out);
-        return;
-      }
-      out.kind = ReturnOutcome::Kind::kStored;
-      out.id = db_->getLastInsertRowid();
-      batch_returns_[out.id] = {job.id, minion_id};
-      if (job.load_kind == kLoadNone) {
-        SaveStubLoad(job, jid, ret, minion_id);
-      } else if (job.stub_minions) {
-        AddExpected(job.id, minion_id);
-      }
-      if (!job.has_metadata) {
-        if (const Value* m = ret.Find("metadata"); m != nullptr && m->is_map()) {
-          auto& q = Stmt("UPDATE job SET metadata = ? WHERE id = ? AND metadata IS NULL");
-          q.bind(1, ToJson(*m));
-          q.bind(2, job.id);
-          q.exec();
-          job.has_metadata = true;
-        }
-      }
-    });
+      entry.id = db_->getLastInsertRowid();
+    }
+    return entry;
+  }
+
+  void SetNocache(std::int64_t job) override {
+    auto& q = Stmt("UPDATE job SET nocache = 1 WHERE id = ?");
+    q.bind(1, job);
+    q.exec();
+  }
+
+  void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
+               const std::optional<std::string>& metadata_json) override {
+    auto& q = Stmt(
+        "UPDATE job SET load = ?, fun = ?, load_kind = ?,"
+        " metadata = coalesce(metadata, ?) WHERE id = ? AND (load_kind <> 3 OR ? = 3)");
+    q.bind(1, load_json);
+    BindOptionalText(q, 2, fun ? std::optional(*fun) : std::nullopt);
+    q.bind(3, static_cast<int>(kind));
+    BindOptionalText(q, 4, metadata_json);
+    q.bind(5, job);
+    q.bind(6, static_cast<int>(kind));
+    q.exec();
+  }
+
+  void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
+                   std::string_view minion) override {
+    auto& q = Stmt("UPDATE job SET load = ?, fun = ?, load_kind = 1, stub_minions = 1 WHERE id = ? AND load_kind = 0");
+    q.bind(1, load_json);
+    BindOptionalText(q, 2, fun ? std::optional(*fun) : std::nullopt);
+    q.bind(3, job);
+    q.exec();
+    AddExpectedOne(job, MinionId(minion));
+  }
+
+  void DropStubMinions(std::int64_t job) override {
+    auto& del = Stmt("DELETE FROM job_minion WHERE job_id = ?");
+    del.bind(1, job);
+    del.exec();
+    auto& upd = Stmt("UPDATE job SET stub_minions = 0 WHERE id = ?");
+    upd.bind(1, job);
+    upd.exec();
+  }
+
+  void AddExpected(std::int64_t job, std::span<const std::string> minions) override {
+    for (const std::string& m : minions) AddExpectedOne(job, MinionId(m));
+  }
+
+  std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
+    auto& ins = Stmt(
+        "INSERT INTO ret (job_id, minion_id, recv_us, success, retcode, full_ret)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, minion_id) DO NOTHING");
+    ins.bind(1, row.job_id);
+    ins.bind(2, MinionId(row.minion));
+    ins.bind(3, ToUnixMicros(row.received));
+    BindOutcome(ins, 4, row);
+    ins.bind(6, *row.full_ret);
+    ins.exec();
+    if (db_->getChanges() == 0) return std::nullopt;
+    return db_->getLastInsertRowid();
+  }
+
+  std::pair<ReturnId, std::string> StoredReturn(std::int64_t job, std::string_view minion) override {
+    auto& q = Stmt("SELECT id, full_ret FROM ret WHERE job_id = ? AND minion_id = ?");
+    q.bind(1, job);
+    q.bind(2, MinionId(minion));
+    q.executeStep();
+    std::pair<ReturnId, std::string> out{q.getColumn(0).getInt64(), q.getColumn(1).getString()};
+    q.reset();
     return out;
   }
 
-  std::optional<ReturnOutcome> FindSameReturn(const Value& ret) override {
-    const std::string* jid = ret.FindString("jid");
-    const std::string* minion = ret.FindString("id");
-    if (!ret.is_map() || jid == nullptr || minion == nullptr) return std::nullopt;
+  std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
+                                                             const std::string& minion) override {
     auto& q = Stmt(
         "SELECT r.id, r.full_ret FROM ret r JOIN job j ON j.id = r.job_id JOIN minion m ON m.id = r.minion_id"
         " WHERE j.jid = ? AND m.name = ?");
-    q.bind(1, *jid);
-    q.bind(2, *minion);
-    if (!q.executeStep()) {
-      q.reset();
-      return std::nullopt;
-    }
-    ReturnOutcome out;
-    out.id = q.getColumn(0).getInt64();
-    const Value stored = ParseJson(q.getColumn(1).getString());
+    q.bind(1, jid);
+    q.bind(2, minion);
+    std::optional<std::pair<ReturnId, std::string>> out;
+    if (q.executeStep()) out.emplace(q.getColumn(0).getInt64(), q.getColumn(1).getString());
     q.reset();
-    if (!EqualExceptKey(stored, ret, "_stamp")) return std::nullopt;
-    out.kind = ReturnOutcome::Kind::kRepeat;
-    out.jid = *jid;
-    out.stamp_differs = StampsDiffer(stored, ret);
     return out;
   }
 
-  void EventReturn(std::span<const Event> events) override {
-    Write("event_return", [&] {
-      for (const Event& e : events) ArchiveOne(e);
-    });
+  void ReplaceReturn(ReturnId id, const ReturnRow& row) override {
+    // Archived events that share the trimmed payload keep it as their own.
+    SQLite::Statement keep(*db_, std::string(kDetachEvents) +
+                                     " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
+    keep.bind(1, id);
+    keep.exec();
+    auto& q = Stmt("UPDATE ret SET full_ret = ?, success = ?, retcode = ? WHERE id = ?");
+    q.bind(1, *row.full_ret);
+    BindOutcome(q, 2, row);
+    q.bind(4, id);
+    q.exec();
+  }
+
+  void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) override {
+    auto& q = Stmt("UPDATE job SET metadata = ? WHERE id = ? AND metadata IS NULL");
+    q.bind(1, metadata_json);
+    q.bind(2, job);
+    q.exec();
+  }
+
+  std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) override {
+    auto& q = Stmt("SELECT r.job_id, m.name FROM ret AS r JOIN minion AS m ON m.id = r.minion_id WHERE r.id = ?");
+    q.bind(1, id);
+    if (!q.executeStep()) return std::nullopt;
+    std::pair<std::int64_t, std::string> owner{q.getColumn(0).getInt64(), q.getColumn(1).getString()};
+    q.reset();
+    return owner;
+  }
+
+  void AppendEvents(std::span<const EventRow> events) override {
+    for (const EventRow& e : events) {
+      // The id is the arrival time, made strictly increasing.
+      last_event_id_ = std::max(ToUnixMicros(e.received), last_event_id_ + 1);
+      auto& q = Stmt(
+          "INSERT INTO event (id, master_id, job_id, tag, data, ret_id, stamp)"
+          " VALUES (?, ?, ?, ?, ?, ?, ?)");
+      q.bind(1, last_event_id_);
+      q.bind(2, master_row_);
+      BindOptionalInt(q, 3, e.job_id);
+      BindOptionalText(q, 4, e.tag);
+      BindOptionalText(q, 5, e.data);
+      BindOptionalInt(q, 6, e.ret_id);
+      BindOptionalText(q, 7, e.stamp);
+      q.exec();
+    }
   }
 
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
-    Write("quarantine", [&] {
-      last_quarantine_id_ = std::max(ToUnixMicros(received), last_quarantine_id_ + 1);
-      auto& q = Stmt("INSERT INTO quarantine (id, reason, raw) VALUES (?, ?, ?)");
-      q.bind(1, last_quarantine_id_);
-      q.bind(2, reason);
-      q.bind(3, raw.data(), static_cast<int>(raw.size()));
-      q.exec();
-    });
+    last_quarantine_id_ = std::max(ToUnixMicros(received), last_quarantine_id_ + 1);
+    auto& q = Stmt("INSERT INTO quarantine (id, reason, raw) VALUES (?, ?, ?)");
+    q.bind(1, last_quarantine_id_);
+    q.bind(2, reason);
+    q.bind(3, raw.data(), static_cast<int>(raw.size()));
+    q.exec();
   }
 
-  void UpdateEndtime(const std::string& jid, const std::string& endtime) override {
-    Write("update_endtime", [&] {
-      JobEntry& job = EnsureJob(jid);
-      auto& q = Stmt("UPDATE job SET endtime = ? WHERE id = ?");
-      q.bind(1, endtime);
-      q.bind(2, job.id);
-      q.exec();
-    });
+  void SetEndtime(std::int64_t job, const std::string& endtime) override {
+    auto& q = Stmt("UPDATE job SET endtime = ? WHERE id = ?");
+    q.bind(1, endtime);
+    q.bind(2, job);
+    q.exec();
   }
 
   CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
                            std::int64_t max_rows) override {
     CleanResult result;
-    Write("clean_old_jobs", [&] {
-      std::int64_t budget = max_rows;
-      if (events_before) {
-        const std::int64_t cut = ToUnixMicros(*events_before);
-        result.events = DeleteOlderRows("event", cut, budget);
-        budget -= result.events;
-        if (budget > 0) {
-          result.quarantined = DeleteOlderRows("quarantine", cut, budget);
-          budget -= result.quarantined;
-        }
+    std::int64_t budget = max_rows;
+    if (events_before) {
+      const std::int64_t cut = ToUnixMicros(*events_before);
+      result.events = DeleteOlderRows("event", cut, budget);
+      budget -= result.events;
+      if (budget > 0) {
+        result.quarantined = DeleteOlderRows("quarantine", cut, budget);
+        budget -= result.quarantined;
       }
-      if (jobs_before && budget > 0) DeleteOldJobs(*jobs_before, budget, result);
-      result.more = budget <= 0;
-    });
+    }
+    if (jobs_before && budget > 0) DeleteOldJobs(*jobs_before, budget, result);
+    result.more = budget <= 0;
     return result;
   }
 
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
-    Write("put_counters", [&] {
-      for (const auto& [name, value] : counters) {
-        auto& q = Stmt(
-            "INSERT INTO master_counter (master_id, name, value) VALUES (?, ?, ?)"
-            " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value");
-        q.bind(1, master_row_);
-        q.bind(2, name);
-        q.bind(3, value);
-        q.exec();
-      }
-    });
+    for (const auto& [name, value] : counters) {
+      auto& q = Stmt(
+          "INSERT INTO master_counter (master_id, name, value) VALUES (?, ?, ?)"
+          " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value");
+      q.bind(1, master_row_);
+      q.bind(2, name);
+      q.bind(3, value);
+      q.exec();
+    }
   }
 
-  SpaceInfo Space() override {
+  // --- maintenance ----------------------------------------------------------------------
+
+  Store::SpaceInfo Space() override {
     return Read("space", [&] {
-      SpaceInfo info;
+      Store::SpaceInfo info;
       info.page_size = PragmaInt("PRAGMA page_size");
       info.page_count = PragmaInt("PRAGMA page_count");
       info.freelist_count = PragmaInt("PRAGMA freelist_count");
@@ -447,17 +459,16 @@ class SqliteStore final : public Store {
   }
 
   void IncrementalVacuum(std::int64_t pages) override {
-    if (in_batch_) throw StoreError("incremental_vacuum cannot run inside a batch");
-    Write("incremental_vacuum", [&] {
+    Begin();
+    {
       SQLite::Statement q(*db_, "PRAGMA incremental_vacuum(" + std::to_string(pages) + ")");
       while (q.executeStep()) {
       }
-    });
+    }
+    db_->exec("COMMIT");
   }
 
   void Checkpoint() override {
-    CheckWritable("checkpoint");
-    if (in_batch_) throw StoreError("a checkpoint cannot run inside a batch");
     Guard("checkpoint", Op::kWrite, [&] {
       SQLite::Statement q(*db_, "PRAGMA wal_checkpoint(TRUNCATE)");
       while (q.executeStep()) {
@@ -466,14 +477,15 @@ class SqliteStore final : public Store {
   }
 
   void RefreshStatistics() override {
-    if (in_batch_) throw StoreError("statistics cannot be refreshed inside a batch");
-    Write("refresh_statistics", [&] { store::RefreshStatistics(*db_); });
+    // ANALYZE writes sqlite_stat1: under the write lock, like a batch.
+    Begin();
+    store::RefreshStatistics(*db_);
+    db_->exec("COMMIT");
   }
 
   // --- reads --------------------------------------------------------------------
 
   void BackupTo(const std::filesystem::path& to) override {
-    if (in_batch_) throw StoreError("a backup cannot run inside a batch");
     std::error_code ec;
     if (std::filesystem::exists(to, ec)) throw StoreError("backup: " + to.string() + " exists; give a new path");
     // SQLite's online backup API in one step: the source's read transaction
@@ -491,9 +503,9 @@ class SqliteStore final : public Store {
     });
   }
 
-  RowCounts CountRows() override {
+  Store::RowCounts CountRows() override {
     return Read("count_rows", [&] {
-      RowCounts c;
+      Store::RowCounts c;
       SQLite::Statement jobs(*db_, "SELECT count(*) FROM job");
       if (jobs.executeStep()) c.jobs = jobs.getColumn(0).getInt64();
       SQLite::Statement events(*db_, "SELECT count(*) FROM event");
@@ -574,12 +586,6 @@ class SqliteStore final : public Store {
       });
       return out;
     });
-  }
-
-  std::vector<JobRecord> GetJids(const JobFilter& filter) override {
-    std::vector<JobRecord> jobs;
-    ForEachJob(filter, [&](JobRecord&& r) { jobs.push_back(std::move(r)); });
-    return jobs;
   }
 
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
@@ -675,13 +681,6 @@ class SqliteStore final : public Store {
     if (caller_failure) std::rethrow_exception(caller_failure);
   }
 
-  std::vector<JobRecord> GetJidsFilter(std::size_t count, FindJobs find_jobs) override {
-    JobFilter f;
-    f.limit = count;
-    if (find_jobs == FindJobs::kDrop) f.exclude_functions.push_back("saltutil.find_job");
-    return GetJids(f);
-  }
-
   Value GetFun(const std::string& fun) override {
     return Read("get_fun", [&] {
       SQLite::Statement q(*db_,
@@ -724,56 +723,7 @@ class SqliteStore final : public Store {
     return Read("schema_version", [&] { return ReadSchemaVersion(*db_); });
   }
 
- protected:
-  void BeginBatchImpl() override {
-    CheckWritable("begin a batch");
-    if (in_batch_) throw StoreError("a batch is already open on this store");
-    // No cached statement may hold a read snapshot into the write transaction:
-    // SQLite cannot upgrade a stale snapshot (SQLITE_BUSY_SNAPSHOT, returned
-    // without waiting on the busy handler, and again on every retry).
-    ResetStatements();
-    try {
-      db_->exec("BEGIN IMMEDIATE");
-    } catch (...) {
-      RethrowAsStoreError("begin batch", Op::kWrite);
-    }
-    in_batch_ = true;
-  }
-
-  void CommitBatchImpl() override {
-    if (!in_batch_) return;
-    in_batch_ = false;
-    try {
-      db_->exec("COMMIT");
-      batch_returns_.clear();
-    } catch (...) {
-      Abandon();
-      RethrowAsStoreError("commit", Op::kWrite);
-    }
-  }
-
-  void RollbackBatchImpl() noexcept override {
-    if (!in_batch_) return;
-    in_batch_ = false;
-    Abandon();
-    failed_ = false;  // a rollback the caller asked for leaves the store usable
-  }
-
  private:
-  static constexpr int kLoadNone = 0;
-  static constexpr int kLoadStub = 1;
-  static constexpr int kLoadPublish = 2;
-  // The master's own publish load, from Salt's save_load (migration 0003).
-  static constexpr int kLoadCachePublish = 3;
-
-  struct JobEntry {
-    std::int64_t id = 0;
-    int load_kind = kLoadNone;
-    bool nocache = false;
-    bool has_metadata = false;
-    bool stub_minions = false;
-  };
-
   static std::string Quote(const std::string& s) {
     std::string out = "'";
     for (char c : s) {
@@ -790,14 +740,6 @@ class SqliteStore final : public Store {
   }
 
   SQLite::Statement& Stmt(const char* sql) { return statements_.Get(*db_, sql); }
-
-  void CheckWritable(const char* what) const {
-    if (read_only_) throw StoreError(std::string("cannot ") + what + ": the store is open read-only");
-    if (failed_) {
-      throw StoreError(std::string("cannot ") + what +
-                       ": an earlier commit failed; reopen the store and replay the batch");
-    }
-  }
 
   template <class F>
   auto Guard(const char* what, Op op, F&& f) -> decltype(f()) {
@@ -817,49 +759,6 @@ class SqliteStore final : public Store {
     });
   }
 
-  // Runs `f` inside the open batch, or in a transaction of its own. A failure
-  // inside a batch abandons the whole batch (SQLite may already have rolled it
-  // back) and leaves the store refusing writes.
-  template <class F>
-  void Write(const char* what, F&& f) {
-    CheckWritable(what);
-    const bool own = !in_batch_;
-    try {
-      if (own) {
-        ResetStatements();  // see BeginBatchImpl
-        db_->exec("BEGIN IMMEDIATE");
-      }
-      f();
-      ResetStatements();
-      if (own) {
-        db_->exec("COMMIT");
-        batch_returns_.clear();
-      }
-    } catch (...) {
-      in_batch_ = false;
-      Abandon();
-      RethrowAsStoreError(what, Op::kWrite);
-    }
-  }
-
-  // Rolls back whatever is open, forgets cached rows that may not exist any
-  // more, and refuses writes until reopened.
-  void Abandon() noexcept {
-    ResetStatements();
-    try {
-      if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
-    } catch (...) {
-    }
-    jobs_.clear();
-    minions_.clear();
-    batch_returns_.clear();
-    failed_ = true;
-    try {
-      LoadHighWaterMarks();
-    } catch (...) {
-    }
-  }
-
   void ResetStatements() noexcept { statements_.ResetAll(); }
 
   std::int64_t PragmaInt(const std::string& pragma) {
@@ -877,30 +776,8 @@ class SqliteStore final : public Store {
     last_quarantine_id_ = q.getColumn(0).getInt64();
   }
 
-  JobEntry& EnsureJob(const std::string& jid) {
-    if (auto it = jobs_.find(jid); it != jobs_.end()) return it->second;
-    if (jobs_.size() >= kMaxCachedJobs) jobs_.clear();
-    JobEntry entry;
-    auto& q = Stmt("SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions FROM job WHERE jid = ?");
-    q.bind(1, jid);
-    if (q.executeStep()) {
-      entry.id = q.getColumn(0).getInt64();
-      entry.load_kind = q.getColumn(1).getInt();
-      entry.nocache = q.getColumn(2).getInt() != 0;
-      entry.has_metadata = q.getColumn(3).getInt() != 0;
-      entry.stub_minions = q.getColumn(4).getInt() != 0;
-      q.reset();
-    } else {
-      auto& ins = Stmt("INSERT INTO job (jid, seen_us) VALUES (?, ?)");
-      ins.bind(1, jid);
-      ins.bind(2, ToUnixMicros(clock_->Now()));
-      ins.exec();
-      entry.id = db_->getLastInsertRowid();
-    }
-    return jobs_.emplace(jid, entry).first->second;
-  }
-
-  std::int64_t MinionId(const std::string& name) {
+  std::int64_t MinionId(std::string_view name_view) {
+    const std::string name(name_view);
     if (auto it = minions_.find(name); it != minions_.end()) return it->second;
     auto& q = Stmt("SELECT id FROM minion WHERE name = ?");
     q.bind(1, name);
@@ -919,183 +796,11 @@ class SqliteStore final : public Store {
     return id;
   }
 
-  void AddExpected(std::int64_t job_id, std::int64_t minion_id) {
+  void AddExpectedOne(std::int64_t job_id, std::int64_t minion_id) {
     auto& q = Stmt("INSERT OR IGNORE INTO job_minion (job_id, minion_id) VALUES (?, ?)");
     q.bind(1, job_id);
     q.bind(2, minion_id);
     q.exec();
-  }
-
-  void MergeMinions(JobEntry& job, const std::vector<std::string>& minions) {
-    if (job.stub_minions) {
-      // The stub's guess (the minions that returned) gives way to a real list.
-      auto& del = Stmt("DELETE FROM job_minion WHERE job_id = ?");
-      del.bind(1, job.id);
-      del.exec();
-      auto& upd = Stmt("UPDATE job SET stub_minions = 0 WHERE id = ?");
-      upd.bind(1, job.id);
-      upd.exec();
-      job.stub_minions = false;
-    }
-    for (const std::string& m : minions) AddExpected(job.id, MinionId(m));
-  }
-
-  void PutLoad(JobEntry& job, const Value& load, int kind) {
-    const Value* metadata = LoadMetadata(load);
-    auto& q = Stmt(
-        "UPDATE job SET load = ?, fun = ?, load_kind = ?,"
-        " metadata = coalesce(metadata, ?) WHERE id = ?");
-    q.bind(1, ToJson(load));
-    BindOptionalText(q, 2, load.FindString("fun") ? std::optional(*load.FindString("fun")) : std::nullopt);
-    q.bind(3, kind);
-    BindOptionalText(q, 4, metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
-    q.bind(5, job.id);
-    q.exec();
-    job.load_kind = kind;
-    if (metadata != nullptr) job.has_metadata = true;
-  }
-
-  // Salt's store_job defaults for a jid whose publish was never seen (spec 7.1 step 3).
-  void SaveStubLoad(JobEntry& job, const std::string& jid, const Value& ret, std::int64_t minion_id) {
-    Value stub = Value::EmptyMap();
-    stub.Set("jid", jid);
-    const Value* fun = ret.Find("fun");
-    if (fun != nullptr) stub.Set("fun", *fun);
-    const Value* arg = ret.Find("arg");
-    const Value* fun_args = ret.Find("fun_args");
-    stub.Set("arg", arg != nullptr && arg->Truthy() ? *arg
-                    : fun_args != nullptr && fun_args->Truthy() ? *fun_args : Value::EmptyList());
-    stub.Set("tgt", *ret.Find("id"));
-    stub.Set("tgt_type", "glob");
-    if (const Value* user = ret.Find("user")) stub.Set("user", *user);
-    auto& q = Stmt("UPDATE job SET load = ?, fun = ?, load_kind = 1, stub_minions = 1 WHERE id = ?");
-    q.bind(1, ToJson(stub));
-    if (fun != nullptr && fun->is_string()) {
-      q.bind(2, fun->as_string());
-    } else {
-      q.bind(2);
-    }
-    q.bind(3, job.id);
-    q.exec();
-    job.load_kind = kLoadStub;
-    job.stub_minions = true;
-    AddExpected(job.id, minion_id);
-  }
-
-  void ClassifyRepeat(std::int64_t job_id, std::int64_t minion_id, const Value& ret, ReturnOutcome& out) {
-    auto& q = Stmt("SELECT id, full_ret FROM ret WHERE job_id = ? AND minion_id = ?");
-    q.bind(1, job_id);
-    q.bind(2, minion_id);
-    q.executeStep();
-    out.id = q.getColumn(0).getInt64();
-    const Value stored = ParseJson(q.getColumn(1).getString());
-    q.reset();
-    if (EqualExceptKey(stored, ret, "_stamp")) {
-      out.kind = ReturnOutcome::Kind::kRepeat;
-      out.stamp_differs = StampsDiffer(stored, ret);
-      return;
-    }
-    const bool stored_trimmed = HasTrimmedValue(stored);
-    const bool new_trimmed = HasTrimmedValue(ret);
-    if (new_trimmed && !stored_trimmed) {
-      out.kind = ReturnOutcome::Kind::kTrimmedCopy;
-    } else if (stored_trimmed && !new_trimmed) {
-      ReplaceTrimmedReturn(out.id, ret);
-      out.kind = ReturnOutcome::Kind::kCompleted;
-    } else {
-      out.kind = ReturnOutcome::Kind::kConflict;
-    }
-  }
-
-  static bool StampsDiffer(const Value& stored, const Value& ret) {
-    const Value* a = stored.Find("_stamp");
-    const Value* b = ret.Find("_stamp");
-    return a != nullptr && b != nullptr && !(*a == *b);
-  }
-
-  // Salt's trim_dict puts this string where it cut a value out of an oversized event.
-  static bool HasTrimmedValue(const Value& v) {
-    if (v.is_string()) return v.as_string() == "VALUE_TRIMMED";
-    if (v.is_list()) {
-      for (const Value& item : v.as_list()) {
-        if (HasTrimmedValue(item)) return true;
-      }
-    } else if (v.is_map()) {
-      for (const auto& [key, item] : v.as_map()) {
-        if (HasTrimmedValue(item)) return true;
-      }
-    }
-    return false;
-  }
-
-  void ReplaceTrimmedReturn(ReturnId id, const Value& ret) {
-    // Archived events that share the trimmed payload keep it as their own.
-    SQLite::Statement keep(*db_, std::string(kDetachEvents) +
-                                     " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
-    keep.bind(1, id);
-    keep.exec();
-    auto& q = Stmt("UPDATE ret SET full_ret = ?, success = ?, retcode = ? WHERE id = ?");
-    q.bind(1, ToJson(ret));
-    BindOutcome(q, 2, ret);
-    q.bind(4, id);
-    q.exec();
-  }
-
-  void ArchiveOne(const Event& e) {
-    last_event_id_ = std::max(ToUnixMicros(e.received), last_event_id_ + 1);
-    const std::string jid = JobEventJid(e.tag, e.data);
-    std::optional<std::int64_t> job_id;
-    if (!jid.empty()) job_id = EnsureJob(jid).id;
-
-    std::optional<std::string> tag = e.tag;
-    std::optional<std::string> data;
-    std::optional<std::string> stamp;
-    std::optional<std::int64_t> ret_id;
-    const std::string* own_stamp = e.data.FindString("_stamp");
-    if (e.same_as_return && (!e.own_stamp || own_stamp != nullptr)) {
-      ret_id = *e.same_as_return;
-      if (e.own_stamp) stamp = *own_stamp;
-      if (IsCanonicalReturnTag(e.tag, jid, *ret_id)) tag.reset();
-    } else {
-      data = ToJson(e.data);
-    }
-    auto& q = Stmt(
-        "INSERT INTO event (id, master_id, job_id, tag, data, ret_id, stamp)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)");
-    q.bind(1, last_event_id_);
-    q.bind(2, master_row_);
-    if (job_id) {
-      q.bind(3, *job_id);
-    } else {
-      q.bind(3);
-    }
-    BindOptionalText(q, 4, tag);
-    BindOptionalText(q, 5, data);
-    if (ret_id) {
-      q.bind(6, *ret_id);
-    } else {
-      q.bind(6);
-    }
-    BindOptionalText(q, 7, stamp);
-    q.exec();
-  }
-
-  // True when `tag` is exactly salt/job/<jid>/ret/<minion> of return `ret_id`,
-  // so the archive can leave the tag out and the view rebuild it.
-  bool IsCanonicalReturnTag(const std::string& tag, const std::string& jid, ReturnId ret_id) {
-    const std::string prefix = "salt/job/" + jid + "/ret/";
-    if (jid.empty() || tag.compare(0, prefix.size(), prefix) != 0) return false;
-    std::pair<std::int64_t, std::int64_t> owner;
-    if (auto it = batch_returns_.find(ret_id); it != batch_returns_.end()) {
-      owner = it->second;
-    } else {
-      auto& q = Stmt("SELECT job_id, minion_id FROM ret WHERE id = ?");
-      q.bind(1, ret_id);
-      if (!q.executeStep()) return false;
-      owner = {q.getColumn(0).getInt64(), q.getColumn(1).getInt64()};
-      q.reset();
-    }
-    return owner.first == EnsureJob(jid).id && owner.second == MinionId(tag.substr(prefix.size()));
   }
 
   std::vector<std::string> ExpectedMinions(std::int64_t job_id) {
@@ -1178,31 +883,22 @@ class SqliteStore final : public Store {
       result.jobs += 1;
       budget -= n + 1;
     }
-    jobs_.clear();
   }
 
-  OpenOptions options_;
-  SystemClock system_clock_;
-  const Clock* clock_;  // options_.clock or system_clock_
-  JidGenerator jids_;
   std::unique_ptr<SQLite::Database> db_;
   detail::StatementCache statements_;  // after db_: destroyed first
-  bool read_only_ = false;
-  bool in_batch_ = false;
-  bool failed_ = false;
   std::int64_t master_row_ = 0;
   std::int64_t last_event_id_ = 0;
   std::int64_t last_quarantine_id_ = 0;
-  // Caches of rows this connection wrote or read; dropped on rollback.
-  std::unordered_map<std::string, JobEntry> jobs_;
+  // Minion rows this connection wrote or read; dropped on rollback.
   std::unordered_map<std::string, std::int64_t> minions_;
-  std::unordered_map<ReturnId, std::pair<std::int64_t, std::int64_t>> batch_returns_;
 };
 
 }  // namespace
 
-std::unique_ptr<Store> OpenStore(const std::filesystem::path& path, const OpenOptions& options) {
-  return std::make_unique<SqliteStore>(path, options);
+std::unique_ptr<detail::Backend> detail::OpenSqliteBackend(const std::filesystem::path& path,
+                                                            const OpenOptions& options) {
+  return std::make_unique<SqliteBackend>(path, options);
 }
 
 int LatestSchemaVersion() { return static_cast<int>(EmbeddedMigrations().size()); }

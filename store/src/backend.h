@@ -1,0 +1,178 @@
+// Backend: what a database must provide so that JobCache (job_cache.cpp) can
+// be Salt's job cache on it. The semantics (first return wins, stub loads,
+// minion merges, trimmed == whole, nocache, ...) live in JobCache only; a
+// Backend knows statements, transactions and its own layout, nothing of Salt.
+// (shared design: leveldb's DBImpl over its Table and Env.)
+//
+// Every write primitive runs inside the transaction JobCache opened with
+// Begin. Row ids are the backend's. Minions are passed by name; how a
+// backend keys them is its own business. A primitive may defer its work to
+// Commit (one round trip per batch) when it returns nothing.
+//
+// Failures: a primitive throws whatever its driver throws; JobCache hands the
+// exception to Rethrow, the one place where a backend's errors become
+// brine::store errors (errors.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "brine/core/time.h"
+#include "brine/core/value.h"
+#include "brine/store/store.h"
+
+namespace brine::store::detail {
+
+// job.load_kind in both layouts.
+enum class LoadKind : int {
+  kNone = 0,          // jid seen, no load yet
+  kStub = 1,          // built from a return whose publish was never seen
+  kPublish = 2,       // a publish load as an event announced it
+  kCachePublish = 3,  // the master's own publish load, from Salt's save_load
+};
+
+// What JobCache needs to know about a job row.
+struct JobState {
+  std::int64_t id = 0;
+  LoadKind load_kind = LoadKind::kNone;
+  bool nocache = false;
+  bool has_metadata = false;
+  bool stub_minions = false;  // the expected minions are the stub's guess
+};
+
+// A return to insert. `success` and `retcode` are the load's, when of that type.
+struct ReturnRow {
+  std::int64_t job_id = 0;
+  std::string_view minion;
+  Micros received{};
+  std::optional<bool> success;
+  std::optional<std::int64_t> retcode;
+  const std::string* full_ret = nullptr;  // JSON of the whole load (the caller's)
+};
+
+// An event to archive. Exactly one of `data` and `ret_id` is set; `tag` is
+// unset only when it is the canonical salt/job/<jid>/ret/<minion> of `ret_id`.
+struct EventRow {
+  Micros received{};
+  std::optional<std::int64_t> job_id;
+  std::optional<std::string> tag;
+  std::optional<std::string> data;  // JSON
+  std::optional<ReturnId> ret_id;
+  std::optional<std::string> stamp;  // the event's own _stamp where it differs from the return's
+};
+
+enum class Op { kRead, kWrite };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // --- transactions ----------------------------------------------------------
+  // Opens the write transaction (taking the write lock up front where the
+  // database has one).
+  virtual void Begin() = 0;
+  // Sends what was deferred, then commits.
+  virtual void Commit() = 0;
+  // Rolls back whatever is open (none is fine) and forgets every cached row.
+  virtual void Rollback() noexcept = 0;
+  // Called after each write call inside a transaction (e.g. to reset statements).
+  virtual void EndCall() noexcept {}
+  // Rethrows the exception being handled as a brine::store error with
+  // `context` prefixed (StoreErrors pass unchanged). A lost connection and a
+  // failed write or commit during Op::kWrite become WriteFailedError.
+  [[noreturn]] virtual void Rethrow(std::string_view context, Op op) = 0;
+  // True when other processes write the same job rows (several masters on
+  // one server): JobCache then trusts no job state past a commit.
+  [[nodiscard]] virtual bool Shared() const = 0;
+
+  // --- job cache primitives ----------------------------------------------------
+  // The row of `jid`, created (seen at `seen`) when missing.
+  virtual JobState GetOrCreateJob(const std::string& jid, Micros seen) = 0;
+  virtual void SetNocache(std::int64_t job) = 0;
+  // Sets the load (its `fun`, `kind`) unless the job holds a kCachePublish
+  // load and `kind` is not kCachePublish; sets the metadata where it is NULL.
+  virtual void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
+                       const std::optional<std::string>& metadata_json) = 0;
+  // Sets a stub load (kStub, stub minions) unless the job has a load, and
+  // adds `minion` to the expected minions.
+  virtual void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
+                           std::string_view minion) = 0;
+  // Drops the expected minions and clears the stub-minions mark.
+  virtual void DropStubMinions(std::int64_t job) = 0;
+  // Adds each minion to the expected set (already there is fine).
+  virtual void AddExpected(std::int64_t job, std::span<const std::string> minions) = 0;
+  // Inserts the return unless (job, minion) has one; its id, or nullopt.
+  virtual std::optional<ReturnId> InsertReturn(const ReturnRow& row) = 0;
+  // The id and JSON of the stored return of (job, minion), which must exist.
+  virtual std::pair<ReturnId, std::string> StoredReturn(std::int64_t job, std::string_view minion) = 0;
+  // The id and JSON of the stored return of `jid`'s `minion`; nullopt when
+  // there is none. Writes nothing (no job or minion row is created), so it
+  // may run inside a batch or outside one.
+  virtual std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
+                                                                     const std::string& minion) = 0;
+  // Replaces a return's payload; archived events that shared it first get
+  // their own copy of the old one.
+  virtual void ReplaceReturn(ReturnId id, const ReturnRow& row) = 0;
+  virtual void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) = 0;
+  // (job, minion) of a stored return; nullopt when there is none.
+  virtual std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) = 0;
+  // Archives events in order.
+  virtual void AppendEvents(std::span<const EventRow> events) = 0;
+  virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
+  virtual void SetEndtime(std::int64_t job, const std::string& endtime) = 0;
+  virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
+                                   std::int64_t max_rows) = 0;
+  // Replaces this master's counters (OpenOptions::master_id).
+  virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
+
+  // --- maintenance outside transactions (Store's contract) ---------------------
+  virtual Store::SpaceInfo Space() = 0;
+  virtual void IncrementalVacuum(std::int64_t pages) = 0;  // in a transaction of its own
+  virtual void Checkpoint() = 0;
+  // Refreshes the planner's statistics in a transaction of its own. A
+  // database that keeps them itself (PostgreSQL's autovacuum) need not.
+  virtual void RefreshStatistics() {}
+
+  // --- reads: each translates its own errors ---------------------------------
+  // Store::BackupTo, IntegrityCheck and CountRows (store.h).
+  virtual void BackupTo(const std::filesystem::path& to) = 0;
+  virtual std::string IntegrityCheck() = 0;
+  virtual Store::RowCounts CountRows() = 0;
+  virtual std::optional<Micros> OldestEvent() = 0;
+  virtual Value GetCounters() = 0;
+  virtual Value GetLoad(const std::string& jid) = 0;
+  virtual Value GetJid(const std::string& jid) = 0;
+  virtual Value GetJidFull(const std::string& jid) = 0;
+  virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
+  virtual Value GetFun(const std::string& fun) = 0;
+  virtual std::vector<std::string> GetMinions() = 0;
+  virtual std::optional<std::string> GetEndtime(const std::string& jid) = 0;
+  virtual int SchemaVersion() = 0;
+};
+
+// The SQLite backend of the store at `path` (sqlite_backend.cpp); throws as
+// OpenStore documents.
+std::unique_ptr<Backend> OpenSqliteBackend(const std::filesystem::path& path, const OpenOptions& options);
+
+// The PostgreSQL backend of the database at libpq URI `uri`
+// (postgres_backend.cpp); throws as OpenStore documents.
+std::unique_ptr<Backend> OpenPostgresBackend(const std::string& uri, const OpenOptions& options);
+// The highest PostgreSQL schema version this binary knows.
+int LatestPostgresSchemaVersion();
+
+// The metadata Salt's format_job_instance would show for a load: a dict under
+// `metadata`, else under `kwargs.metadata`, else in a __kwarg__ dict of `arg`.
+const Value* LoadMetadata(const Value& load);
+
+// The jid a job event belongs to, or "" for events that are not job events.
+std::string JobEventJid(std::string_view tag, const Value& data);
+
+}  // namespace brine::store::detail

@@ -1,0 +1,511 @@
+// JobCache: Salt's job cache semantics (store.h; spec salt-jobs.md 4.2, 5,
+// 7.1), written once over a Backend (backend.h) so that SQLite and
+// PostgreSQL keep the same rules. Everything here is about what a write
+// means; how it is stored is the backend's.
+#include "job_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "brine/core/jid.h"
+#include "brine/core/json.h"
+
+namespace brine::store::detail {
+
+const Value* LoadMetadata(const Value& load) {
+  if (const Value* m = load.Find("metadata"); m != nullptr && m->is_map()) return m;
+  if (const Value* kw = load.Find("kwargs"); kw != nullptr) {
+    if (const Value* m = kw->Find("metadata"); m != nullptr && m->is_map()) return m;
+  }
+  // Newer clients pass keyword arguments as a dict marked __kwarg__ in `arg`.
+  if (const Value* args = load.Find("arg"); args != nullptr && args->is_list()) {
+    for (const Value& a : args->as_list()) {
+      const Value* marker = a.Find("__kwarg__");
+      if (marker != nullptr && marker->Truthy()) {
+        if (const Value* m = a.Find("metadata"); m != nullptr && m->is_map()) return m;
+      }
+    }
+  }
+  return nullptr;
+}
+
+std::string JobEventJid(std::string_view tag, const Value& data) {
+  constexpr std::string_view kPrefix = "salt/job/";
+  if (tag.substr(0, kPrefix.size()) == kPrefix) {
+    const std::string_view rest = tag.substr(kPrefix.size());
+    const auto slash = rest.find('/');
+    return std::string(rest.substr(0, slash));
+  }
+  if (IsJid(tag)) return std::string(tag);
+  if (tag == "new_job") {
+    if (const std::string* jid = data.FindString("jid")) return *jid;
+  }
+  return "";
+}
+
+namespace {
+
+constexpr std::size_t kMaxCachedJobs = 200000;
+
+// A return's `success` and `retcode`, where they have those types.
+ReturnRow Outcome(const Value& ret, ReturnRow row) {
+  if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) row.success = s->as_bool();
+  if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
+    row.retcode = static_cast<std::int64_t>(rc->as_int());
+  }
+  return row;
+}
+
+// Salt's trim_dict puts this string where it cut a value out of an oversized event.
+bool HasTrimmedValue(const Value& v) {
+  if (v.is_string()) return v.as_string() == "VALUE_TRIMMED";
+  if (v.is_list()) {
+    for (const Value& item : v.as_list()) {
+      if (HasTrimmedValue(item)) return true;
+    }
+  } else if (v.is_map()) {
+    for (const auto& [key, item] : v.as_map()) {
+      if (HasTrimmedValue(item)) return true;
+    }
+  }
+  return false;
+}
+
+// Whether a repeat's `_stamp` differs from the stored return's (both present).
+bool StampsDiffer(const Value& stored, const Value& ret) {
+  const Value* a = stored.Find("_stamp");
+  const Value* b = ret.Find("_stamp");
+  return a != nullptr && b != nullptr && !(*a == *b);
+}
+
+class JobCache final : public Store {
+ public:
+  JobCache(std::unique_ptr<Backend> backend, const OpenOptions& options)
+      : clock_(options.clock != nullptr ? options.clock : &system_clock_),
+        jids_(*clock_, JidUniqueness::kPlain, static_cast<long>(getpid())),
+        backend_(std::move(backend)),
+        read_only_(options.access == OpenOptions::Access::kReadOnly) {}
+
+  ~JobCache() override {
+    if (in_batch_) RollbackBatchImpl();
+  }
+
+  // --- writes -------------------------------------------------------------------
+
+  std::string PrepJid(Caching caching, const std::optional<std::string>& passed_jid) override {
+    std::string jid = passed_jid.value_or(jids_.Next());
+    Write("prep_jid", [&] {
+      JobState& job = EnsureJob(jid);
+      if (caching == Caching::kNoCache && !job.nocache) {
+        backend_->SetNocache(job.id);
+        job.nocache = true;
+      }
+    });
+    return jid;
+  }
+
+  void SaveLoad(const std::string& jid, const Value& load,
+                const std::optional<std::vector<std::string>>& minions) override {
+    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
+    Write("save_load", [&] {
+      JobState& job = EnsureJob(jid);
+      if (job.load_kind != LoadKind::kCachePublish) PutLoad(job, load, LoadKind::kPublish);
+      if (minions) MergeMinions(job, *minions);
+    });
+  }
+
+  void SaveCacheLoad(const std::string& jid, const Value& load,
+                     const std::optional<std::vector<std::string>>& minions) override {
+    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
+    const std::string* cmd = load.FindString("cmd");
+    Write("save_load", [&] {
+      JobState& job = EnsureJob(jid);
+      if (cmd != nullptr && *cmd == "publish") {
+        PutLoad(job, load, LoadKind::kCachePublish);
+      } else if (cmd != nullptr && *cmd == "_return") {
+        // store_job hands every return to save_load when the cache is not
+        // local_cache (spec 7.1 step 11); the publish load must survive it
+        // (case C6). A job with no load yet gets Returner's stub.
+        const std::string* minion = load.FindString("id");
+        if (job.load_kind == LoadKind::kNone && minion != nullptr && !minion->empty()) {
+          SaveStubLoad(job, jid, load, *minion);
+        }
+      } else if (job.load_kind != LoadKind::kCachePublish) {
+        PutLoad(job, load, LoadKind::kPublish);
+      }
+      if (minions) MergeMinions(job, *minions);
+    });
+  }
+
+  void SaveMinions(const std::string& jid, const std::vector<std::string>& minions,
+                   const std::optional<std::string>&) override {
+    Write("save_minions", [&] { MergeMinions(EnsureJob(jid), minions); });
+  }
+
+  ReturnOutcome Returner(const Value& ret) override {
+    ReturnOutcome out;
+    const std::string* jid_in = ret.FindString("jid");
+    const std::string* minion = ret.FindString("id");
+    if (!ret.is_map() || jid_in == nullptr || minion == nullptr || minion->empty() ||
+        ret.Find("return") == nullptr) {
+      return out;
+    }
+    std::string jid = *jid_in;
+    if (jid == "req") {
+      const Value* nocache = ret.Find("nocache");
+      jid = PrepJid(nocache != nullptr && nocache->Truthy() ? Caching::kNoCache : Caching::kCache,
+                    std::nullopt);
+    }
+    out.jid = jid;
+    const std::string full_ret = ToJson(ret);
+    Write("returner", [&] {
+      JobState& job = EnsureJob(jid);
+      if (job.nocache) return;
+      const std::optional<ReturnId> id = backend_->InsertReturn(
+          Outcome(ret, {.job_id = job.id, .minion = *minion, .received = clock_->Now(), .full_ret = &full_ret}));
+      if (!id) {
+        ClassifyRepeat(job.id, *minion, ret, out);
+        return;
+      }
+      out.kind = ReturnOutcome::Kind::kStored;
+      out.id = *id;
+      batch_returns_[out.id] = {job.id, *minion};
+      if (job.load_kind == LoadKind::kNone) {
+        SaveStubLoad(job, jid, ret, *minion);
+      } else if (job.stub_minions) {
+        backend_->AddExpected(job.id, std::span(minion, 1));
+      }
+      if (!job.has_metadata) {
+        if (const Value* m = ret.Find("metadata"); m != nullptr && m->is_map()) {
+          backend_->SetMetadataIfNull(job.id, ToJson(*m));
+          job.has_metadata = true;
+        }
+      }
+    });
+    return out;
+  }
+
+  std::optional<ReturnOutcome> FindSameReturn(const Value& ret) override {
+    const std::string* jid = ret.FindString("jid");
+    const std::string* minion = ret.FindString("id");
+    if (!ret.is_map() || jid == nullptr || minion == nullptr) return std::nullopt;
+    std::optional<std::pair<ReturnId, std::string>> found;
+    try {
+      found = backend_->FindReturn(*jid, *minion);
+      backend_->EndCall();
+    } catch (...) {
+      // Inside a batch the lookup ran in the batch's transaction, which a
+      // failure may have ended (PostgreSQL aborts it): the batch is lost as
+      // after a failed write.
+      if (!in_batch_) backend_->Rethrow("find_same_return", Op::kRead);
+      in_batch_ = false;
+      Abandon();
+      backend_->Rethrow("find_same_return", Op::kWrite);
+    }
+    if (!found) return std::nullopt;
+    const Value stored = ParseJson(found->second);
+    if (!EqualExceptKey(stored, ret, "_stamp")) return std::nullopt;
+    ReturnOutcome out;
+    out.kind = ReturnOutcome::Kind::kRepeat;
+    out.id = found->first;
+    out.jid = *jid;
+    out.stamp_differs = StampsDiffer(stored, ret);
+    return out;
+  }
+
+  void EventReturn(std::span<const Event> events) override {
+    Write("event_return", [&] {
+      std::vector<EventRow> rows;
+      rows.reserve(events.size());
+      for (const Event& e : events) rows.push_back(ArchiveRow(e));
+      backend_->AppendEvents(rows);
+    });
+  }
+
+  void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
+    Write("quarantine", [&] { backend_->Quarantine(raw, reason, received); });
+  }
+
+  void UpdateEndtime(const std::string& jid, const std::string& endtime) override {
+    Write("update_endtime", [&] { backend_->SetEndtime(EnsureJob(jid).id, endtime); });
+  }
+
+  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
+                           std::int64_t max_rows) override {
+    CleanResult result;
+    Write("clean_old_jobs", [&] {
+      result = backend_->CleanOldJobs(jobs_before, events_before, max_rows);
+      jobs_.clear();
+    });
+    return result;
+  }
+
+  void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
+    Write("put_counters", [&] { backend_->PutCounters(counters); });
+  }
+
+  SpaceInfo Space() override { return backend_->Space(); }
+
+  void IncrementalVacuum(std::int64_t pages) override {
+    if (in_batch_) throw StoreError("incremental_vacuum cannot run inside a batch");
+    CheckWritable("incremental_vacuum");
+    try {
+      backend_->IncrementalVacuum(pages);
+    } catch (...) {
+      Abandon();
+      backend_->Rethrow("incremental_vacuum", Op::kWrite);
+    }
+  }
+
+  void Checkpoint() override {
+    CheckWritable("checkpoint");
+    if (in_batch_) throw StoreError("a checkpoint cannot run inside a batch");
+    backend_->Checkpoint();
+  }
+
+  void RefreshStatistics() override {
+    if (in_batch_) throw StoreError("statistics cannot be refreshed inside a batch");
+    CheckWritable("refresh_statistics");
+    try {
+      backend_->RefreshStatistics();
+    } catch (...) {
+      Abandon();
+      backend_->Rethrow("refresh_statistics", Op::kWrite);
+    }
+  }
+
+  // --- reads --------------------------------------------------------------------
+
+  void BackupTo(const std::filesystem::path& to) override {
+    if (in_batch_) throw StoreError("a backup cannot run inside a batch");
+    backend_->BackupTo(to);
+  }
+  std::string IntegrityCheck() override { return backend_->IntegrityCheck(); }
+  RowCounts CountRows() override { return backend_->CountRows(); }
+  std::optional<Micros> OldestEvent() override { return backend_->OldestEvent(); }
+  Value GetCounters() override { return backend_->GetCounters(); }
+  Value GetLoad(const std::string& jid) override { return backend_->GetLoad(jid); }
+  Value GetJid(const std::string& jid) override { return backend_->GetJid(jid); }
+  Value GetJidFull(const std::string& jid) override { return backend_->GetJidFull(jid); }
+
+  std::vector<JobRecord> GetJids(const JobFilter& filter) override {
+    std::vector<JobRecord> jobs;
+    ForEachJob(filter, [&](JobRecord&& r) { jobs.push_back(std::move(r)); });
+    return jobs;
+  }
+
+  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
+    backend_->ForEachJob(filter, fn);
+  }
+
+  std::vector<JobRecord> GetJidsFilter(std::size_t count, FindJobs find_jobs) override {
+    JobFilter f;
+    f.limit = count;
+    if (find_jobs == FindJobs::kDrop) f.exclude_functions.push_back("saltutil.find_job");
+    return GetJids(f);
+  }
+
+  Value GetFun(const std::string& fun) override { return backend_->GetFun(fun); }
+  std::vector<std::string> GetMinions() override { return backend_->GetMinions(); }
+  std::optional<std::string> GetEndtime(const std::string& jid) override { return backend_->GetEndtime(jid); }
+  int SchemaVersion() override { return backend_->SchemaVersion(); }
+
+ protected:
+  void BeginBatchImpl() override {
+    CheckWritable("begin a batch");
+    if (in_batch_) throw StoreError("a batch is already open on this store");
+    try {
+      backend_->Begin();
+    } catch (...) {
+      // A batch that never opened is no failed commit: the store stays usable.
+      backend_->Rollback();
+      backend_->Rethrow("begin batch", Op::kWrite);
+    }
+    in_batch_ = true;
+  }
+
+  void CommitBatchImpl() override {
+    if (!in_batch_) return;
+    in_batch_ = false;
+    try {
+      backend_->Commit();
+      Committed();
+    } catch (...) {
+      Abandon();
+      backend_->Rethrow("commit", Op::kWrite);
+    }
+  }
+
+  void RollbackBatchImpl() noexcept override {
+    if (!in_batch_) return;
+    in_batch_ = false;
+    Abandon();
+    failed_ = false;  // a rollback the caller asked for leaves the store usable
+  }
+
+ private:
+  void CheckWritable(const char* what) const {
+    if (read_only_) throw StoreError(std::string("cannot ") + what + ": the store is open read-only");
+    if (failed_) {
+      throw StoreError(std::string("cannot ") + what +
+                       ": an earlier commit failed; reopen the store and replay the batch");
+    }
+  }
+
+  // Runs `f` inside the open batch, or in a transaction of its own. A failure
+  // inside a batch abandons the whole batch (the database may already have
+  // rolled it back) and leaves the store refusing writes.
+  template <class F>
+  void Write(const char* what, F&& f) {
+    CheckWritable(what);
+    const bool own = !in_batch_;
+    try {
+      if (own) backend_->Begin();
+      f();
+      backend_->EndCall();
+      if (own) {
+        backend_->Commit();
+        Committed();
+      }
+    } catch (...) {
+      in_batch_ = false;
+      Abandon();
+      backend_->Rethrow(what, Op::kWrite);
+    }
+  }
+
+  void Committed() {
+    batch_returns_.clear();
+    // Other masters change job rows between our transactions.
+    if (backend_->Shared()) jobs_.clear();
+  }
+
+  // Rolls back whatever is open, forgets cached rows that may not exist any
+  // more, and refuses writes until reopened.
+  void Abandon() noexcept {
+    backend_->Rollback();
+    jobs_.clear();
+    batch_returns_.clear();
+    failed_ = true;
+  }
+
+  JobState& EnsureJob(const std::string& jid) {
+    if (auto it = jobs_.find(jid); it != jobs_.end()) return it->second;
+    if (jobs_.size() >= kMaxCachedJobs) jobs_.clear();
+    return jobs_.emplace(jid, backend_->GetOrCreateJob(jid, clock_->Now())).first->second;
+  }
+
+  void MergeMinions(JobState& job, const std::vector<std::string>& minions) {
+    if (job.stub_minions) {
+      // The stub's guess (the minions that returned) gives way to a real list.
+      backend_->DropStubMinions(job.id);
+      job.stub_minions = false;
+    }
+    backend_->AddExpected(job.id, minions);
+  }
+
+  void PutLoad(JobState& job, const Value& load, LoadKind kind) {
+    const Value* metadata = LoadMetadata(load);
+    backend_->PutLoad(job.id, ToJson(load), load.FindString("fun"), kind,
+                      metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
+    job.load_kind = kind;
+    if (metadata != nullptr) job.has_metadata = true;
+  }
+
+  // Salt's store_job defaults for a jid whose publish was never seen (spec 7.1 step 3).
+  void SaveStubLoad(JobState& job, const std::string& jid, const Value& ret, const std::string& minion) {
+    Value stub = Value::EmptyMap();
+    stub.Set("jid", jid);
+    const Value* fun = ret.Find("fun");
+    if (fun != nullptr) stub.Set("fun", *fun);
+    const Value* arg = ret.Find("arg");
+    const Value* fun_args = ret.Find("fun_args");
+    stub.Set("arg", arg != nullptr && arg->Truthy() ? *arg
+                    : fun_args != nullptr && fun_args->Truthy() ? *fun_args : Value::EmptyList());
+    stub.Set("tgt", *ret.Find("id"));
+    stub.Set("tgt_type", "glob");
+    if (const Value* user = ret.Find("user")) stub.Set("user", *user);
+    backend_->PutStubLoad(job.id, ToJson(stub), fun != nullptr && fun->is_string() ? &fun->as_string() : nullptr,
+                          minion);
+    job.load_kind = LoadKind::kStub;
+    job.stub_minions = true;
+  }
+
+  void ClassifyRepeat(std::int64_t job_id, const std::string& minion, const Value& ret, ReturnOutcome& out) {
+    auto [id, text] = backend_->StoredReturn(job_id, minion);
+    out.id = id;
+    const Value stored = ParseJson(text);
+    if (EqualExceptKey(stored, ret, "_stamp")) {
+      out.kind = ReturnOutcome::Kind::kRepeat;
+      out.stamp_differs = StampsDiffer(stored, ret);
+      return;
+    }
+    const bool stored_trimmed = HasTrimmedValue(stored);
+    const bool new_trimmed = HasTrimmedValue(ret);
+    if (new_trimmed && !stored_trimmed) {
+      out.kind = ReturnOutcome::Kind::kTrimmedCopy;
+    } else if (stored_trimmed && !new_trimmed) {
+      const std::string full_ret = ToJson(ret);
+      backend_->ReplaceReturn(out.id, Outcome(ret, {.job_id = job_id, .minion = minion, .full_ret = &full_ret}));
+      out.kind = ReturnOutcome::Kind::kCompleted;
+    } else {
+      out.kind = ReturnOutcome::Kind::kConflict;
+    }
+  }
+
+  EventRow ArchiveRow(const Event& e) {
+    EventRow row;
+    row.received = e.received;
+    const std::string jid = JobEventJid(e.tag, e.data);
+    if (!jid.empty()) row.job_id = EnsureJob(jid).id;
+    row.tag = e.tag;
+    const std::string* own_stamp = e.data.FindString("_stamp");
+    if (e.same_as_return && (!e.own_stamp || own_stamp != nullptr)) {
+      row.ret_id = *e.same_as_return;
+      if (e.own_stamp) row.stamp = *own_stamp;
+      if (IsCanonicalReturnTag(e.tag, jid, *row.ret_id)) row.tag.reset();
+    } else {
+      row.data = ToJson(e.data);
+    }
+    return row;
+  }
+
+  // True when `tag` is exactly salt/job/<jid>/ret/<minion> of return `ret_id`,
+  // so the archive can leave the tag out and the view rebuild it.
+  bool IsCanonicalReturnTag(const std::string& tag, const std::string& jid, ReturnId ret_id) {
+    const std::string prefix = "salt/job/" + jid + "/ret/";
+    if (jid.empty() || tag.compare(0, prefix.size(), prefix) != 0) return false;
+    std::pair<std::int64_t, std::string> owner;
+    if (auto it = batch_returns_.find(ret_id); it != batch_returns_.end()) {
+      owner = it->second;
+    } else {
+      auto found = backend_->ReturnOwner(ret_id);
+      if (!found) return false;
+      owner = std::move(*found);
+    }
+    return owner.first == EnsureJob(jid).id && owner.second == std::string_view(tag).substr(prefix.size());
+  }
+
+  SystemClock system_clock_;
+  const Clock* clock_;  // the options' clock or system_clock_
+  JidGenerator jids_;
+  std::unique_ptr<Backend> backend_;
+  bool read_only_ = false;
+  bool in_batch_ = false;
+  bool failed_ = false;
+  // Job rows this Store wrote or read; dropped on rollback (and after each
+  // commit on a shared database).
+  std::unordered_map<std::string, JobState> jobs_;
+  // (job, minion) of the returns stored in the open transaction.
+  std::unordered_map<ReturnId, std::pair<std::int64_t, std::string>> batch_returns_;
+};
+
+}  // namespace
+
+std::unique_ptr<Store> MakeJobCache(std::unique_ptr<Backend> backend, const OpenOptions& options) {
+  return std::make_unique<JobCache>(std::move(backend), options);
+}
+
+}  // namespace brine::store::detail

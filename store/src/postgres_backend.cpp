@@ -1,0 +1,814 @@
+// The PostgreSQL Backend of the job cache (backend.h) on libpq. Layout:
+// migrations/postgres/*.sql and docs/schema.md. Several brine-masters may
+// write one database: job, minion and return rows are created with
+// ON CONFLICT, so the first return wins across masters too, and events are
+// numbered by the database. Events and quarantined frames of a batch are sent
+// at commit as one multi-row INSERT.
+#include <algorithm>
+#include <cstdio>
+#include <unordered_map>
+
+#include "backend.h"
+#include "brine/core/glob.h"
+#include "brine/core/jid.h"
+#include "brine/core/json.h"
+#include "job_cache.h"
+#include "migrations.h"
+#include "postgres_connection.h"
+
+namespace brine::store::detail {
+namespace {
+
+// Any 64-bit key: the advisory lock that serialises migrations across masters.
+constexpr std::int64_t kMigrationLock = 0x6272696e65L;  // "brine"
+// Rows per multi-row INSERT (PostgreSQL allows 65535 parameters a statement).
+constexpr std::size_t kEventsPerInsert = 8000;
+
+std::string TimeText(Micros t) {
+  // timestamptz accepts the epoch form with a fraction.
+  const std::int64_t us = ToUnixMicros(t);
+  const std::int64_t s = us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000);
+  const std::int64_t f = us - s * 1000000;
+  std::string frac = std::to_string(f);
+  frac.insert(0, 6 - frac.size(), '0');
+  return std::to_string(s) + "." + frac;
+}
+
+std::string Int(std::int64_t v) { return std::to_string(v); }
+
+// Days since the Unix epoch (UTC) of `t`.
+std::int64_t DayOf(Micros t) { return date::floor<date::days>(t).time_since_epoch().count(); }
+
+// "YYYYMMDD" and "YYYY-MM-DD" of a day number.
+std::string DayText(std::int64_t day, bool dashes) {
+  const date::year_month_day ymd{date::sys_days{date::days{day}}};
+  char buf[16];
+  std::snprintf(buf, sizeof buf, dashes ? "%04d-%02u-%02u" : "%04d%02u%02u", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
+  return buf;
+}
+
+// The day of a partition named event_pYYYYMMDD, or nullopt.
+std::optional<std::int64_t> PartitionDay(std::string_view name) {
+  if (name.size() != 15 || name.substr(0, 7) != "event_p") return std::nullopt;
+  const int y = std::stoi(std::string(name.substr(7, 4)));
+  const unsigned m = static_cast<unsigned>(std::stoi(std::string(name.substr(11, 2))));
+  const unsigned d = static_cast<unsigned>(std::stoi(std::string(name.substr(13, 2))));
+  const date::year_month_day ymd{date::year{y}, date::month{m}, date::day{d}};
+  if (!ymd.ok()) return std::nullopt;
+  return date::sys_days{ymd}.time_since_epoch().count();
+}
+
+PgParam P(std::string_view v) { return PgParam{v}; }
+
+// Minion name -> row id cache bound (sqlite_backend.cpp says why).
+constexpr std::size_t kMaxCachedMinions = 100000;
+
+class PostgresBackend final : public Backend {
+ public:
+  PostgresBackend(const std::string& uri, const OpenOptions& options)
+      : clock_(options.clock != nullptr ? options.clock : &system_clock_) {
+    try {
+      db_ = std::make_unique<PgConnection>(uri);
+    } catch (...) {
+      RethrowPgAsStoreError("opening the store", Op::kRead);
+    }
+    Guard("opening the store", options.access == OpenOptions::Access::kReadOnly ? Op::kRead : Op::kWrite, [&] {
+      Db().Exec("SET statement_timeout = 0");
+      Db().Exec("SET lock_timeout = " + Int(options.busy_timeout.count()));
+      if (options.sync == OpenOptions::Sync::kNormal) {
+        // Acknowledged still means committed; only a server crash may lose
+        // the last commits (as SQLite's NORMAL loses them on a power cut).
+        Db().Exec("SET synchronous_commit = on");
+      }
+      if (options.access == OpenOptions::Access::kReadOnly) {
+        const int version = SchemaVersionOf(*db_);
+        const int latest = static_cast<int>(EmbeddedPostgresMigrations().size());
+        if (version > latest) throw TooNewError(version, latest);
+        if (version == 0) throw FatalError(db_->Where() + " is not a brine store (schema version 0)");
+        Db().Exec("SET default_transaction_read_only = on");
+        return 0;
+      }
+      ApplyPostgresMigrations(*db_);
+      EnsureEventPartitions();
+      PgResult r = Db().Exec(
+          "WITH i AS (INSERT INTO master (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id)"
+          " SELECT id FROM i UNION ALL SELECT id FROM master WHERE name = $1",
+          {P(options.master_id)});
+      master_row_ = r.integer(0, 0);
+      return 0;
+    });
+  }
+
+  ~PostgresBackend() override { Rollback(); }
+
+  // --- transactions -----------------------------------------------------------
+
+  // BEGIN goes with the first statement of the batch: a server lost
+  // between batches then fails a write (the caller replays the batch), not
+  // the opening of one.
+  void Begin() override { begin_pending_ = true; }
+
+  void Commit() override {
+    FlushEvents();
+    if (begin_pending_) {
+      begin_pending_ = false;  // nothing was written
+      return;
+    }
+    db_->Exec("COMMIT");
+  }
+
+  void Rollback() noexcept override {
+    begin_pending_ = false;
+    pending_events_.clear();
+    minions_.clear();
+    try {
+      if (db_ && db_->in_transaction()) db_->Exec("ROLLBACK");
+    } catch (...) {
+    }
+  }
+
+  [[noreturn]] void Rethrow(std::string_view context, Op op) override { RethrowPgAsStoreError(context, op); }
+
+  bool Shared() const override { return true; }
+
+  // --- job cache primitives ---------------------------------------------------
+
+  JobState GetOrCreateJob(const std::string& jid, Micros seen) override {
+    // No UPDATE of an existing row (that would write a new row version per
+    // job and batch). When another master inserts the jid at the same moment,
+    // this statement's snapshot cannot see its row: the plain SELECT after
+    // it, a statement of its own, can.
+    const std::string t = TimeText(seen);
+    constexpr const char* kColumns = "id, load_kind, nocache, metadata IS NOT NULL, stub_minions";
+    PgResult r = Db().Exec(std::string("WITH i AS (INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2))"
+                                       " ON CONFLICT (jid) DO NOTHING RETURNING ") +
+                               kColumns + ") SELECT * FROM i UNION ALL SELECT " + kColumns +
+                               " FROM job WHERE jid = $1",
+                           {P(jid), P(t)});
+    if (r.rows() == 0) r = Db().Exec(std::string("SELECT ") + kColumns + " FROM job WHERE jid = $1", {P(jid)});
+    JobState s;
+    s.id = r.integer(0, 0);
+    s.load_kind = static_cast<LoadKind>(r.integer(0, 1));
+    s.nocache = r.text(0, 2) == "t";
+    s.has_metadata = r.text(0, 3) == "t";
+    s.stub_minions = r.text(0, 4) == "t";
+    return s;
+  }
+
+  void SetNocache(std::int64_t job) override { Db().Exec("UPDATE job SET nocache = true WHERE id = " + Int(job)); }
+
+  void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
+               const std::optional<std::string>& metadata_json) override {
+    const std::string k = Int(static_cast<int>(kind));
+    Db().Exec("UPDATE job SET load = $1, fun = $2, load_kind = " + k +
+                  ", metadata = coalesce(metadata, $3) WHERE id = " + Int(job) + " AND (load_kind <> 3 OR " + k +
+                  " = 3)",
+              {P(load_json), fun ? P(*fun) : PgParam::Null(),
+               metadata_json ? P(*metadata_json) : PgParam::Null()});
+  }
+
+  void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
+                   std::string_view minion) override {
+    Db().Exec("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = " + Int(job) +
+                  " AND load_kind = 0",
+              {P(load_json), fun ? P(*fun) : PgParam::Null()});
+    const std::string m(minion);
+    AddExpected(job, std::span(&m, 1));
+  }
+
+  void DropStubMinions(std::int64_t job) override {
+    Db().Exec("DELETE FROM job_minion WHERE job_id = " + Int(job));
+    Db().Exec("UPDATE job SET stub_minions = false WHERE id = " + Int(job));
+  }
+
+  void AddExpected(std::int64_t job, std::span<const std::string> minions) override {
+    if (minions.empty()) return;
+    // One round trip for the whole list: the minion names as a JSON array.
+    std::vector<std::int64_t> ids = MinionIds(minions);
+    std::string values;
+    for (std::int64_t id : ids) {
+      if (!values.empty()) values += ',';
+      values += "(" + Int(job) + "," + Int(id) + ")";
+    }
+    Db().Exec("INSERT INTO job_minion (job_id, minion_id) VALUES " + values + " ON CONFLICT DO NOTHING");
+  }
+
+  std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
+    const std::int64_t minion = MinionId(row.minion);
+    const std::string t = TimeText(row.received);
+    const std::string rc = row.retcode ? Int(*row.retcode) : "";
+    PgResult r = Db().Exec(
+        "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret)"
+        " VALUES (" + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4)"
+        " ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING id",
+        {P(t), Bool(row.success), row.retcode ? P(rc) : PgParam::Null(), P(*row.full_ret)});
+    if (r.rows() == 0) return std::nullopt;
+    return r.integer(0, 0);
+  }
+
+  std::pair<ReturnId, std::string> StoredReturn(std::int64_t job, std::string_view minion) override {
+    PgResult r = Db().Exec("SELECT id, full_ret FROM ret WHERE job_id = " + Int(job) +
+                           " AND minion_id = " + Int(MinionId(minion)));
+    return {r.integer(0, 0), std::string(r.text(0, 1))};
+  }
+
+  std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
+                                                             const std::string& minion) override {
+    PgResult r = Db().Exec(
+        "SELECT r.id, r.full_ret FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+        " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1 AND m.name = $2",
+        {P(jid), P(minion)});
+    if (r.rows() == 0) return std::nullopt;
+    return std::pair<ReturnId, std::string>{r.integer(0, 0), std::string(r.text(0, 1))};
+  }
+
+  void ReplaceReturn(ReturnId id, const ReturnRow& row) override {
+    DetachEvents("ret_id = " + Int(id));
+    const std::string rc = row.retcode ? Int(*row.retcode) : "";
+    Db().Exec("UPDATE ret SET full_ret = $1, success = $2, retcode = $3 WHERE id = " + Int(id),
+              {P(*row.full_ret), Bool(row.success), row.retcode ? P(rc) : PgParam::Null()});
+  }
+
+  void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) override {
+    Db().Exec("UPDATE job SET metadata = $1 WHERE id = " + Int(job) + " AND metadata IS NULL", {P(metadata_json)});
+  }
+
+  std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) override {
+    PgResult r = Db().Exec("SELECT r.job_id, m.name FROM ret AS r JOIN minion AS m ON m.id = r.minion_id WHERE r.id = " +
+                           Int(id));
+    if (r.rows() == 0) return std::nullopt;
+    return std::pair<std::int64_t, std::string>{r.integer(0, 0), std::string(r.text(0, 1))};
+  }
+
+  void AppendEvents(std::span<const EventRow> events) override {
+    pending_events_.insert(pending_events_.end(), events.begin(), events.end());
+    if (pending_events_.size() >= kEventsPerInsert) FlushEvents();
+  }
+
+  void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
+    const std::string t = TimeText(received);
+    Db().Exec("INSERT INTO quarantine (received, reason, raw) VALUES (to_timestamp($1), $2, $3)",
+              {P(t), P(reason), PgParam{raw, true}});
+  }
+
+  void SetEndtime(std::int64_t job, const std::string& endtime) override {
+    Db().Exec("UPDATE job SET endtime = $1 WHERE id = " + Int(job), {P(endtime)});
+  }
+
+  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
+                           std::int64_t max_rows) override {
+    FlushEvents();
+    CleanResult result;
+    std::int64_t budget = max_rows;
+    if (events_before) {
+      const std::string cut = TimeText(*events_before);
+      // Whole days before the cut go at once, outside the row budget: a DROP
+      // costs the same for ten rows or ten million.
+      PgResult parts = Db().Exec(
+          "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+          " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
+      for (int i = 0; i < parts.rows(); ++i) {
+        const std::string name(parts.text(i, 0));
+        const auto day = PartitionDay(name);
+        if (!day || *day + 1 > DayOf(*events_before)) continue;
+        result.events += Db().Exec("SELECT count(*) FROM " + name).integer(0, 0);
+        Db().Exec("DROP TABLE " + name);
+      }
+      const std::int64_t deleted = DeleteOlder("event", cut, budget);
+      result.events += deleted;
+      budget -= deleted;
+      if (budget > 0) {
+        result.quarantined = DeleteOlder("quarantine", cut, budget);
+        budget -= result.quarantined;
+      }
+    }
+    if (jobs_before && budget > 0) {
+      // Jids that name a time (20 digits, maybe _<pid>: FormatJid's form)
+      // are UTC times, so their text order is time order; every other jid
+      // ("req", "12345", "0") ages by when brine first saw it, as on SQLite
+      // (brine_jid_is_time there): a short numeric jid sorts before every
+      // real one and would otherwise be deleted at once.
+      const std::string seen = TimeText(*jobs_before);
+      // The regex picks candidates; JidToMicros (SQLite's brine_jid_is_time)
+      // decides, so "20241399000000000000" is no time on either backend.
+      PgResult pick = Db().Exec(
+          "(SELECT id, jid, true FROM job WHERE jid < $1 AND jid ~ '^[0-9]{20}(_|$)')"
+          " UNION ALL (SELECT id, jid, false FROM job WHERE seen < to_timestamp($2)) LIMIT $3",
+          {P(FormatJid(*jobs_before)), P(seen), P(Int(budget))});
+      for (int i = 0; i < pick.rows() && budget > 0; ++i) {
+        const bool is_time = JidToMicros(pick.text(i, 1)).has_value();
+        if (is_time != (pick.text(i, 2) == "t")) continue;
+        const std::string id = Int(pick.integer(i, 0));
+        DetachEvents("job_id = " + id + " AND ret_id IS NOT NULL");
+        Db().Exec("UPDATE event SET job_id = NULL WHERE job_id = " + id);
+        const std::int64_t n = Db().Exec("DELETE FROM ret WHERE job_id = " + id).affected();
+        Db().Exec("DELETE FROM job_minion WHERE job_id = " + id);
+        Db().Exec("DELETE FROM job WHERE id = " + id);
+        result.returns += n;
+        result.jobs += 1;
+        budget -= n + 1;
+      }
+    }
+    result.more = budget <= 0;
+    return result;
+  }
+
+  void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
+    if (counters.empty()) return;
+    std::string values;
+    std::vector<PgParam> params;
+    std::vector<std::string> numbers;
+    numbers.reserve(counters.size());
+    for (const auto& [name, value] : counters) {
+      numbers.push_back(Int(value));
+      if (!values.empty()) values += ',';
+      values += "(" + Int(master_row_) + ", $" + Int(static_cast<std::int64_t>(params.size()) + 1) + ", $" +
+                Int(static_cast<std::int64_t>(params.size()) + 2) + "::bigint)";
+      params.push_back(P(name));
+      params.push_back(P(numbers.back()));
+    }
+    Db().Exec("INSERT INTO master_counter (master_id, name, value) VALUES " + values +
+                  " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value",
+              params);
+  }
+
+  // --- maintenance --------------------------------------------------------------
+
+  Store::SpaceInfo Space() override {
+    return Guard("space", Op::kRead, [&] {
+      // Pages in the sense of Store: the database's size in 8 KiB blocks.
+      PgResult r = Db().Exec("SELECT pg_database_size(current_database()), current_setting('block_size')::bigint");
+      Store::SpaceInfo info;
+      info.page_size = r.integer(0, 1);
+      info.page_count = r.integer(0, 0) / info.page_size;
+      return info;
+    });
+  }
+
+  // PostgreSQL's autovacuum keeps freed space for reuse; nothing to give back by hand.
+  void IncrementalVacuum(std::int64_t) override {}
+  void Checkpoint() override {}
+
+  // --- reads ----------------------------------------------------------------------
+
+  // A server's database is backed up with the server's tools (pg_dump,
+  // pg_basebackup, WAL archiving), not file by file: docs/scaling.md.
+  void BackupTo(const std::filesystem::path&) override {
+    throw StoreError("backup: a PostgreSQL store is backed up with pg_dump or pg_basebackup, not brine.backup");
+  }
+
+  // PostgreSQL has no PRAGMA integrity_check (amcheck is an extension a
+  // role may not have); the server checks its pages itself.
+  std::string IntegrityCheck() override {
+    throw StoreError("integrity_check: not available on PostgreSQL (use the amcheck extension)");
+  }
+
+  Store::RowCounts CountRows() override {
+    return Guard("count_rows", Op::kRead, [&] {
+      PgResult r = Db().Exec("SELECT (SELECT count(*) FROM job), (SELECT count(*) FROM event)");
+      Store::RowCounts c;
+      c.jobs = r.integer(0, 0);
+      c.events = r.integer(0, 1);
+      return c;
+    });
+  }
+
+  std::optional<Micros> OldestEvent() override {
+    return Guard("oldest_event", Op::kRead, [&]() -> std::optional<Micros> {
+      PgResult r = Db().Exec("SELECT (extract(epoch FROM min(received)) * 1000000)::bigint FROM event");
+      if (r.null(0, 0)) return std::nullopt;
+      return FromUnixMicros(r.integer(0, 0));
+    });
+  }
+
+  Value GetCounters() override {
+    return Guard("get_counters", Op::kRead, [&] {
+      PgResult r = Db().Exec("SELECT master_id, name, value FROM brine_counters ORDER BY master_id, name");
+      Value out = Value::EmptyMap();
+      for (int i = 0; i < r.rows(); ++i) {
+        const std::string master(r.text(i, 0));
+        Value* m = out.Find(master);
+        if (m == nullptr) {
+          out.Set(master, Value::EmptyMap());
+          m = out.Find(master);
+        }
+        m->Set(std::string(r.text(i, 1)), static_cast<long long>(r.integer(i, 2)));
+      }
+      return out;
+    });
+  }
+
+  Value GetLoad(const std::string& jid) override {
+    return Guard("get_load", Op::kRead, [&] {
+      PgResult r = Db().Exec("SELECT id, load FROM job WHERE jid = $1", {P(jid)});
+      if (r.rows() == 0 || r.null(0, 1)) return Value::EmptyMap();
+      Value load = ParseJson(r.text(0, 1));
+      PgResult m = Db().Exec(
+          "SELECT m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
+          " WHERE jm.job_id = " + Int(r.integer(0, 0)) + " ORDER BY m.name");
+      ValueList minions;
+      for (int i = 0; i < m.rows(); ++i) minions.emplace_back(std::string(m.text(i, 0)));
+      if (!minions.empty()) load.Set("Minions", Value(std::move(minions)));
+      return load;
+    });
+  }
+
+  Value GetJid(const std::string& jid) override {
+    return Guard("get_jid", Op::kRead, [&] {
+      static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
+      Value out = Value::EmptyMap();
+      ForEachReturn(jid, [&](std::string_view minion, std::string_view text) {
+        Value full = ParseJsonMembers(text, kKeys);
+        Value r = Value::EmptyMap();
+        for (const std::string_view key : kKeys) {
+          if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
+        }
+        out.as_map().emplace_back(std::string(minion), std::move(r));
+      });
+      return out;
+    });
+  }
+
+  Value GetJidFull(const std::string& jid) override {
+    return Guard("get_jid", Op::kRead, [&] {
+      Value out = Value::EmptyMap();
+      ForEachReturn(jid, [&](std::string_view minion, std::string_view text) {
+        out.as_map().emplace_back(std::string(minion), ParseJson(text));
+      });
+      return out;
+    });
+  }
+
+  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
+    std::exception_ptr caller_failure;
+    std::vector<JobRecord> newest;
+    Guard("get_jids", Op::kRead, [&] {
+      std::string sql = "SELECT jid, load, metadata, endtime FROM job WHERE load IS NOT NULL";
+      std::vector<std::string> binds;
+      auto bind = [&](std::string v) {
+        binds.push_back(std::move(v));
+        return "$" + std::to_string(binds.size());
+      };
+      if (filter.jid_min) sql += " AND jid >= " + bind(*filter.jid_min);
+      if (filter.jid_max) sql += " AND jid <= " + bind(*filter.jid_max);
+      const bool literal = std::all_of(filter.function_globs.begin(), filter.function_globs.end(),
+                                       [](const std::string& g) { return IsLiteralGlob(g); });
+      if (!filter.function_globs.empty() && literal) {
+        sql += " AND fun IN (";
+        for (std::size_t i = 0; i < filter.function_globs.size(); ++i) {
+          sql += (i == 0 ? "" : ", ") + bind(filter.function_globs[i]);
+        }
+        sql += ")";
+      }
+      for (const std::string& f : filter.exclude_functions) sql += " AND fun IS DISTINCT FROM " + bind(f);
+      if (filter.has_returns) {
+        sql += *filter.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
+        sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
+      }
+      if (filter.has_failures) {
+        sql += *filter.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
+        sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = false))";
+      }
+      sql += filter.limit ? " ORDER BY jid DESC" : " ORDER BY jid";
+      // Globs on fun and tgt and the metadata rule are brine's own
+      // (fnmatch, Salt's search_metadata), so they are applied here.
+      const bool glob_fun = !filter.function_globs.empty() && !literal;
+      const bool in_sql_only = !glob_fun && filter.target_globs.empty() && !filter.metadata;
+      if (filter.limit && in_sql_only) sql += " LIMIT " + std::to_string(*filter.limit);
+      std::vector<PgParam> params;
+      for (const std::string& b : binds) params.push_back(P(b));
+      Db().StartRows(sql, params);
+      bool stop = false;
+      while (std::optional<PgResult> row = db_->NextRow()) {
+        if (stop) continue;  // drain the rest
+        const std::string_view load_text = row->text(0, 1);
+        if (!in_sql_only && !Passes(filter, glob_fun, row->text(0, 0), load_text, row->null(0, 2),
+                                    row->text(0, 2))) {
+          continue;
+        }
+        JobRecord r;
+        r.jid = row->text(0, 0);
+        if (filter.json_text) {
+          r.load_json = load_text;
+          if (!row->null(0, 2)) r.metadata_json = std::string(row->text(0, 2));
+        } else {
+          r.load = ParseJson(load_text);
+          if (!row->null(0, 2)) r.metadata = ParseJson(row->text(0, 2));
+        }
+        if (!row->null(0, 3)) r.endtime = std::string(row->text(0, 3));
+        if (filter.limit) {
+          newest.push_back(std::move(r));
+          if (newest.size() >= *filter.limit) stop = true;
+        } else if (!caller_failure) {
+          try {
+            fn(std::move(r));
+          } catch (...) {
+            caller_failure = std::current_exception();
+            stop = true;
+          }
+        }
+      }
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+    // Newest first from the index, handed out oldest first.
+    for (auto it = newest.rbegin(); it != newest.rend(); ++it) fn(std::move(*it));
+  }
+
+  Value GetFun(const std::string& fun) override {
+    return Guard("get_fun", Op::kRead, [&] {
+      PgResult r = Db().Exec(
+          "SELECT m.name, r.full_ret FROM"
+          " (SELECT r.minion_id AS mid, max(j.jid) AS jid FROM job AS j"
+          "  JOIN ret AS r ON r.job_id = j.id WHERE j.fun = $1 GROUP BY r.minion_id) AS x"
+          " JOIN job AS j ON j.jid = x.jid"
+          " JOIN ret AS r ON r.job_id = j.id AND r.minion_id = x.mid"
+          " JOIN minion AS m ON m.id = x.mid ORDER BY m.name",
+          {P(fun)});
+      Value out = Value::EmptyMap();
+      for (int i = 0; i < r.rows(); ++i) out.as_map().emplace_back(std::string(r.text(i, 0)), ParseJson(r.text(i, 1)));
+      return out;
+    });
+  }
+
+  std::vector<std::string> GetMinions() override {
+    return Guard("get_minions", Op::kRead, [&] {
+      PgResult r = Db().Exec(
+          "SELECT name FROM minion AS m WHERE EXISTS (SELECT 1 FROM ret WHERE minion_id = m.id) ORDER BY name");
+      std::vector<std::string> out;
+      for (int i = 0; i < r.rows(); ++i) out.emplace_back(r.text(i, 0));
+      return out;
+    });
+  }
+
+  std::optional<std::string> GetEndtime(const std::string& jid) override {
+    return Guard("get_endtime", Op::kRead, [&]() -> std::optional<std::string> {
+      PgResult r = Db().Exec("SELECT endtime FROM job WHERE jid = $1", {P(jid)});
+      if (r.rows() == 0 || r.null(0, 0)) return std::nullopt;
+      return std::string(r.text(0, 0));
+    });
+  }
+
+  int SchemaVersion() override {
+    return Guard("schema_version", Op::kRead, [&] { return SchemaVersionOf(*db_); });
+  }
+
+ private:
+  // The connection, with the batch's BEGIN sent first when still pending.
+  PgConnection& Db() {
+    if (begin_pending_) {
+      begin_pending_ = false;
+      EnsureEventPartitions();  // DDL of its own, before the batch's transaction
+      db_->Exec("BEGIN");
+    }
+    return *db_;
+  }
+
+  // Creates the archive's partitions for yesterday, today and tomorrow (UTC)
+  // once a day, each in a transaction of its own. A day whose events already
+  // went to event_default (the database was down at midnight, say) keeps them
+  // there; so does a partition another master creates at the same moment.
+  void EnsureEventPartitions() {
+    const std::int64_t today = DayOf(clock_->Now());
+    if (today == partitions_day_) return;
+    for (std::int64_t day = today - 1; day <= today + 1; ++day) {
+      try {
+        db_->Exec("CREATE TABLE IF NOT EXISTS event_p" + DayText(day, false) + " PARTITION OF event FOR VALUES FROM ('" +
+                  DayText(day, true) + " 00:00:00+00') TO ('" + DayText(day + 1, true) + " 00:00:00+00')");
+      } catch (const PgError& e) {
+        // 23514: event_default holds rows of that day; 23505/42P07: created concurrently.
+        if (e.sqlstate() != "23514" && e.sqlstate() != "23505" && e.sqlstate() != "42P07") throw;
+      }
+    }
+    partitions_day_ = today;
+  }
+
+  template <class F>
+  auto Guard(const char* what, Op op, F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (...) {
+      RethrowPgAsStoreError(what, op);
+    }
+  }
+
+  static PgParam Bool(const std::optional<bool>& b) {
+    if (!b) return PgParam::Null();
+    return P(*b ? "t" : "f");
+  }
+
+  static bool Passes(const JobFilter& filter, bool glob_fun, std::string_view, std::string_view load_text,
+                     bool metadata_null, std::string_view metadata_text) {
+    auto any = [](const std::vector<std::string>& globs, std::string_view t) {
+      for (const std::string& g : globs) {
+        if (FnMatch(g, t)) return true;
+      }
+      return false;
+    };
+    if (glob_fun || !filter.target_globs.empty()) {
+      const Value load = ParseJson(load_text);
+      if (glob_fun) {
+        const std::string* fun = load.FindString("fun");
+        if (fun == nullptr || !any(filter.function_globs, *fun)) return false;
+      }
+      if (!filter.target_globs.empty()) {
+        const Value* tgt = load.Find("tgt");
+        bool hit = false;
+        if (tgt != nullptr && tgt->is_string()) {
+          hit = any(filter.target_globs, tgt->as_string());
+        } else if (tgt != nullptr && tgt->is_list()) {
+          for (const Value& t : tgt->as_list()) {
+            if (t.is_string() && any(filter.target_globs, t.as_string())) hit = true;
+          }
+        }
+        if (!hit) return false;
+      }
+    }
+    if (filter.metadata) {
+      if (metadata_null) return false;
+      const Value m = ParseJson(metadata_text);
+      bool hit = false;
+      if (filter.metadata->is_map()) {
+        for (const auto& [k, v] : filter.metadata->as_map()) {
+          const Value* have = m.Find(k);
+          if (have != nullptr && *have == v) hit = true;
+        }
+      }
+      if (!hit) return false;
+    }
+    return true;
+  }
+
+  template <class F>
+  void ForEachReturn(const std::string& jid, F&& f) {
+    PgResult r = Db().Exec(
+        "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
+        " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1 ORDER BY m.name",
+        {P(jid)});
+    for (int i = 0; i < r.rows(); ++i) f(r.text(i, 0), r.text(i, 1));
+  }
+
+  std::int64_t MinionId(std::string_view name) {
+    const std::string n(name);
+    return MinionIds(std::span(&n, 1))[0];
+  }
+
+  // The ids of `names`, creating missing rows: one round trip for the unknown ones.
+  std::vector<std::int64_t> MinionIds(std::span<const std::string> names) {
+    std::vector<std::int64_t> ids(names.size(), 0);
+    // Bounded as on SQLite: a fleet that churns names would grow it for ever.
+    if (minions_.size() >= kMaxCachedMinions) minions_.clear();
+    std::string array = "[";
+    std::vector<std::size_t> unknown;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (auto it = minions_.find(names[i]); it != minions_.end()) {
+        ids[i] = it->second;
+        continue;
+      }
+      if (!unknown.empty()) array += ',';
+      array += ToJson(Value(names[i]));
+      unknown.push_back(i);
+    }
+    if (unknown.empty()) return ids;
+    array += "]";
+    PgResult r = Db().Exec(
+        "WITH n AS (SELECT DISTINCT value AS name FROM json_array_elements_text($1::json)),"
+        " i AS (INSERT INTO minion (name) SELECT name FROM n ORDER BY name ON CONFLICT (name) DO NOTHING"
+        "  RETURNING id, name)"
+        " SELECT id, name FROM i UNION ALL SELECT m.id, m.name FROM minion AS m JOIN n ON n.name = m.name",
+        {P(array)});
+    for (int row = 0; row < r.rows(); ++row) minions_[std::string(r.text(row, 1))] = r.integer(row, 0);
+    for (std::size_t i : unknown) {
+      if (auto it = minions_.find(names[i]); it != minions_.end()) {
+        ids[i] = it->second;
+        continue;
+      }
+      // Inserted by another master at the same moment: visible to a new statement.
+      PgResult again = Db().Exec("SELECT id FROM minion WHERE name = $1", {P(names[i])});
+      ids[i] = minions_[names[i]] = again.integer(0, 0);
+    }
+    return ids;
+  }
+
+  // Gives archived return events matching `where` their own copy of the
+  // payload (with their own _stamp) and tag, before the return changes or goes.
+  void DetachEvents(const std::string& where) {
+    FlushEvents();
+    PgResult r = Db().Exec(
+        "SELECT e.id, r.full_ret, e.stamp, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name)"
+        " FROM event AS e JOIN ret AS r ON r.id = e.ret_id JOIN job AS j ON j.id = r.job_id"
+        " JOIN minion AS m ON m.id = r.minion_id WHERE e." + where);
+    for (int i = 0; i < r.rows(); ++i) {
+      std::string data(r.text(i, 1));
+      if (!r.null(i, 2)) {
+        Value v = ParseJson(data);
+        v.Set("_stamp", std::string(r.text(i, 2)));
+        data = ToJson(v);
+      }
+      Db().Exec("UPDATE event SET data = $1, tag = $2, ret_id = NULL, stamp = NULL WHERE id = " +
+                    Int(r.integer(i, 0)),
+                {P(data), P(r.text(i, 3))});
+    }
+  }
+
+  std::int64_t DeleteOlder(const std::string& table, const std::string& cut, std::int64_t budget) {
+    return Db()
+        .Exec("DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table +
+                   " WHERE received < to_timestamp($1) ORDER BY id LIMIT $2)",
+               {P(cut), P(Int(budget))})
+        .affected();
+  }
+
+  // One multi-row INSERT for the events of the batch so far.
+  void FlushEvents() {
+    std::size_t done = 0;
+    while (done < pending_events_.size()) {
+      const std::size_t n = std::min(kEventsPerInsert, pending_events_.size() - done);
+      std::string sql = "INSERT INTO event (received, master_id, job_id, tag, data, ret_id, stamp) VALUES ";
+      std::vector<std::string> numbers;
+      numbers.reserve(n * 3);
+      std::vector<PgParam> params;
+      params.reserve(n * 6);
+      const std::string master = Int(master_row_);
+      for (std::size_t i = 0; i < n; ++i) {
+        const EventRow& e = pending_events_[done + i];
+        const std::size_t b = params.size();
+        numbers.push_back(TimeText(e.received));
+        params.push_back(P(numbers.back()));
+        numbers.push_back(e.job_id ? Int(*e.job_id) : "");
+        params.push_back(e.job_id ? P(numbers.back()) : PgParam::Null());
+        params.push_back(e.tag ? P(*e.tag) : PgParam::Null());
+        params.push_back(e.data ? P(*e.data) : PgParam::Null());
+        numbers.push_back(e.ret_id ? Int(*e.ret_id) : "");
+        params.push_back(e.ret_id ? P(numbers.back()) : PgParam::Null());
+        params.push_back(e.stamp ? P(*e.stamp) : PgParam::Null());
+        if (i > 0) sql += ',';
+        sql += "(to_timestamp($" + Int(b + 1) + ")," + master + ",$" + Int(b + 2) + "::bigint,$" + Int(b + 3) +
+               ",$" + Int(b + 4) + ",$" + Int(b + 5) + "::bigint,$" + Int(b + 6) + ")";
+      }
+      Db().Exec(sql, params);
+      done += n;
+    }
+    pending_events_.clear();
+  }
+
+  SystemClock system_clock_;
+  const Clock* clock_;  // the options' clock or system_clock_
+  std::unique_ptr<PgConnection> db_;
+  std::int64_t master_row_ = 0;
+  bool begin_pending_ = false;
+  std::int64_t partitions_day_ = INT64_MIN;  // the day EnsureEventPartitions last ran for
+  std::vector<EventRow> pending_events_;  // sent at commit
+  std::unordered_map<std::string, std::int64_t> minions_;  // dropped on rollback
+};
+
+}  // namespace
+
+int SchemaVersionOf(PgConnection& db) {
+  PgResult r = db.Exec("SELECT to_regclass('brine_schema') IS NOT NULL");
+  if (r.text(0, 0) != "t") return 0;
+  PgResult v = db.Exec("SELECT version FROM brine_schema");
+  return v.rows() == 0 ? 0 : static_cast<int>(v.integer(0, 0));
+}
+
+void ApplyPostgresMigrations(PgConnection& db) {
+  const auto& migrations = EmbeddedPostgresMigrations();
+  const int latest = static_cast<int>(migrations.size());
+  db.Exec("BEGIN");
+  try {
+    db.Exec("SELECT pg_advisory_xact_lock(" + Int(kMigrationLock) + ")");
+    db.Exec("CREATE TABLE IF NOT EXISTS brine_schema (version integer NOT NULL)");
+    int version = SchemaVersionOf(db);
+    if (version > latest) throw TooNewError(version, latest);
+    if (version == 0) {
+      PgResult t = db.Exec(
+          "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename <> 'brine_schema'");
+      if (t.integer(0, 0) > 0) {
+        throw FatalError("the database has tables but no brine schema version: not a brine store");
+      }
+      db.Exec("INSERT INTO brine_schema VALUES (0)");
+    }
+    for (const Migration& m : migrations) {
+      if (m.version <= version) continue;
+      db.Exec(m.sql);
+      version = m.version;
+    }
+    db.Exec("UPDATE brine_schema SET version = " + Int(version));
+    db.Exec("COMMIT");
+  } catch (...) {
+    try {
+      db.Exec("ROLLBACK");
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+std::unique_ptr<Backend> OpenPostgresBackend(const std::string& uri, const OpenOptions& options) {
+  return std::make_unique<PostgresBackend>(uri, options);
+}
+
+int LatestPostgresSchemaVersion() { return static_cast<int>(EmbeddedPostgresMigrations().size()); }
+
+}  // namespace brine::store::detail

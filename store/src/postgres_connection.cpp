@@ -1,0 +1,175 @@
+#include "postgres_connection.h"
+
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <exception>
+
+namespace brine::store::detail {
+
+bool IsPostgresUri(std::string_view database) {
+  return database.starts_with("postgresql://") || database.starts_with("postgres://");
+}
+
+PgResult::~PgResult() {
+  if (r_ != nullptr) PQclear(r_);
+}
+
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+  if (this != &o) {
+    if (r_ != nullptr) PQclear(r_);
+    r_ = o.r_;
+    o.r_ = nullptr;
+  }
+  return *this;
+}
+
+int PgResult::rows() const { return PQntuples(r_); }
+
+bool PgResult::null(int row, int field) const { return PQgetisnull(r_, row, field) != 0; }
+
+std::string_view PgResult::text(int row, int field) const {
+  return std::string_view(PQgetvalue(r_, row, field), static_cast<std::size_t>(PQgetlength(r_, row, field)));
+}
+
+std::int64_t PgResult::integer(int row, int field) const { return std::strtoll(PQgetvalue(r_, row, field), nullptr, 10); }
+
+std::int64_t PgResult::affected() const {
+  const char* n = PQcmdTuples(r_);
+  return n[0] == '\0' ? 0 : std::strtoll(n, nullptr, 10);
+}
+
+PgConnection::PgConnection(const std::string& uri) : conn_(PQconnectdb(uri.c_str())) {
+  if (conn_ == nullptr) throw StoreError("opening the PostgreSQL database: out of memory");
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    // libpq's message names host and database, never the password.
+    const std::string message = "opening " + Where() + ": " + PQerrorMessage(conn_);
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw PgError(message, "08001", true);
+  }
+  // Notices (e.g. "relation already exists, skipping") are not brine's to print.
+  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+}
+
+PgConnection::~PgConnection() {
+  if (conn_ != nullptr) PQfinish(conn_);
+}
+
+std::string PgConnection::Where() const {
+  const char* db = PQdb(conn_);
+  const char* host = PQhost(conn_);
+  return std::string("PostgreSQL database ") + (db ? db : "?") + " on " + (host && *host ? host : "the local socket");
+}
+
+bool PgConnection::in_transaction() const { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+
+PgError PgConnection::Failure(const char* what) const {
+  std::string message = PQerrorMessage(conn_);
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return PgError(std::string(what) + ": " + message, "", PQstatus(conn_) != CONNECTION_OK);
+}
+
+namespace {
+
+PgError ResultFailure(pg_conn* conn, PGresult* r) {
+  const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  std::string message = PQresultErrorMessage(r);
+  if (message.empty()) message = PQerrorMessage(conn);
+  while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+  return PgError(message, state ? state : "", PQstatus(conn) != CONNECTION_OK);
+}
+
+}  // namespace
+
+PgResult PgConnection::Exec(const std::string& sql, const std::vector<PgParam>& params) {
+  PGresult* r = nullptr;
+  if (params.empty()) {
+    r = PQexec(conn_, sql.c_str());
+  } else {
+    std::vector<const char*> values;
+    std::vector<int> lengths, formats;
+    for (const PgParam& p : params) {
+      values.push_back(p.value ? p.value->data() : nullptr);
+      lengths.push_back(p.value ? static_cast<int>(p.value->size()) : 0);
+      formats.push_back(p.binary ? 1 : 0);
+    }
+    // Text parameters are sent with their length: libpq reads them as
+    // NUL-terminated only when the format is text, so copy those.
+    std::vector<std::string> copies;
+    copies.reserve(params.size());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (params[i].value && !params[i].binary) {
+        copies.emplace_back(*params[i].value);
+        values[i] = copies.back().c_str();
+      }
+    }
+    r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), lengths.data(),
+                     formats.data(), 0);
+  }
+  if (r == nullptr) throw Failure("PostgreSQL");
+  const ExecStatusType st = PQresultStatus(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    PgError e = ResultFailure(conn_, r);
+    PQclear(r);
+    throw e;
+  }
+  return PgResult(r);
+}
+
+void PgConnection::StartRows(const std::string& sql, const std::vector<PgParam>& params) {
+  std::vector<std::string> copies;
+  std::vector<const char*> values;
+  copies.reserve(params.size());
+  for (const PgParam& p : params) {
+    if (p.value) {
+      copies.emplace_back(*p.value);
+      values.push_back(copies.back().c_str());
+    } else {
+      values.push_back(nullptr);
+    }
+  }
+  if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr,
+                        nullptr, 0) == 0) {
+    throw Failure("PostgreSQL");
+  }
+  PQsetSingleRowMode(conn_);
+}
+
+std::optional<PgResult> PgConnection::NextRow() {
+  PGresult* r = PQgetResult(conn_);
+  if (r == nullptr) return std::nullopt;
+  const ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_SINGLE_TUPLE) return PgResult(r);
+  if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
+    PQclear(r);
+    // Drain: the query is done after its final result.
+    while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+    return std::nullopt;
+  }
+  PgError e = ResultFailure(conn_, r);
+  PQclear(r);
+  while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+  throw e;
+}
+
+void RethrowPgAsStoreError(std::string_view context, Op op) {
+  const std::string prefix = std::string(context) + ": ";
+  try {
+    throw;
+  } catch (const StoreError&) {
+    throw;
+  } catch (const PgError& e) {
+    const std::string msg = prefix + e.what();
+    const std::string& s = e.sqlstate();
+    if (s == "40001" || s == "40P01" || s == "55P03") throw BusyError(msg);
+    if (s == "XX001" || s == "XX002") throw FatalError(msg);
+    const bool resources = s.starts_with("53") || s.starts_with("57P") || s.starts_with("58") || s.starts_with("08");
+    if (op == Op::kWrite && (e.connection_lost() || resources)) throw WriteFailedError(msg);
+    throw StoreError(msg);
+  } catch (const std::exception& e) {
+    throw StoreError(prefix + e.what());
+  }
+}
+
+}  // namespace brine::store::detail

@@ -1,0 +1,108 @@
+// A libpq connection the way the store needs it, and the one place where
+// PostgreSQL errors become brine::store errors. libpq over libpqxx: the store
+// needs a handful of calls (connect, parameterised exec, results), its own
+// error classes and no exceptions from the driver; libpqxx would add a C++
+// dependency and its own exception hierarchy to translate for nothing more.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend.h"
+#include "brine/store/store.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace brine::store::detail {
+
+// True when `database` names a PostgreSQL database (a postgresql:// or
+// postgres:// URI, libpq's syntax) rather than a SQLite file.
+[[nodiscard]] bool IsPostgresUri(std::string_view database);
+
+// Thrown by PgConnection for a server or connection error; Rethrow turns it
+// into a store error.
+class PgError : public std::runtime_error {
+ public:
+  PgError(const std::string& message, std::string sqlstate, bool connection_lost)
+      : std::runtime_error(message), sqlstate_(std::move(sqlstate)), connection_lost_(connection_lost) {}
+  [[nodiscard]] const std::string& sqlstate() const { return sqlstate_; }
+  [[nodiscard]] bool connection_lost() const { return connection_lost_; }
+
+ private:
+  std::string sqlstate_;
+  bool connection_lost_;
+};
+
+// One query result; rows and fields as text.
+class PgResult {
+ public:
+  explicit PgResult(pg_result* r) : r_(r) {}
+  PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  PgResult& operator=(PgResult&& o) noexcept;
+  PgResult(const PgResult&) = delete;
+  ~PgResult();
+  [[nodiscard]] int rows() const;
+  [[nodiscard]] bool null(int row, int field) const;
+  [[nodiscard]] std::string_view text(int row, int field) const;
+  [[nodiscard]] std::int64_t integer(int row, int field) const;
+  [[nodiscard]] std::int64_t affected() const;  // rows an INSERT/UPDATE/DELETE touched
+
+ private:
+  pg_result* r_;
+};
+
+// A parameter: text, or NULL; `binary` sends bytes as they are (bytea).
+struct PgParam {
+  std::optional<std::string_view> value;
+  bool binary = false;
+  static PgParam Null() { return {}; }
+};
+
+class PgConnection {
+ public:
+  // Connects with libpq (password from .pgpass, PGPASSFILE or passfile=, never
+  // from brine) and checks the server. Throws StoreError naming the host and
+  // database, never the URI (it could hold a password).
+  explicit PgConnection(const std::string& uri);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  // Runs one statement (or, without params, several). Throws PgError.
+  PgResult Exec(const std::string& sql, const std::vector<PgParam>& params = {});
+  // Starts a row-by-row read (PQsetSingleRowMode): call Next until nullopt.
+  void StartRows(const std::string& sql, const std::vector<PgParam>& params);
+  std::optional<PgResult> NextRow();
+
+  [[nodiscard]] bool in_transaction() const;
+  // Where this connection goes, for messages: "database <db> on <host>".
+  [[nodiscard]] std::string Where() const;
+
+ private:
+  pg_conn* conn_;
+  PgError Failure(const char* what) const;
+};
+
+// The schema version of the connected database (0: none).
+int SchemaVersionOf(PgConnection& db);
+
+// Brings the database to the latest migrations/postgres version, in one
+// transaction under an advisory lock: a second master starting at the same
+// time waits, then finds the schema current. Throws TooNewError, FatalError
+// (tables but no brine schema) or PgError.
+void ApplyPostgresMigrations(PgConnection& db);
+
+// Rethrows the exception being handled as a store error with `context`
+// prefixed: during Op::kWrite a lost connection, a server shutting down or
+// out of resources (disk full, SQLSTATE classes 53, 57P, 58) ->
+// WriteFailedError (replay the batch on a new Store); lock timeouts,
+// serialization failures and deadlocks -> BusyError; data corruption ->
+// FatalError; store errors pass through; anything else -> StoreError.
+[[noreturn]] void RethrowPgAsStoreError(std::string_view context, Op op);
+
+}  // namespace brine::store::detail

@@ -1,0 +1,287 @@
+// What is special to the PostgreSQL backend: the test server itself, the
+// migrations under an advisory lock, partitions, reconnects. The job cache's
+// semantics are tested once for both backends in store_test.cpp.
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "brine/core/json.h"
+#include "brine/store/queues.h"
+#include "brine/store/store.h"
+
+#include "support/golden.h"
+#include "support/postgres_server.h"
+
+using brine::test::PostgresServer;
+
+#define BRINE_REQUIRE_POSTGRES()                            \
+  do {                                                      \
+    if (auto why = PostgresServer::Unavailable()) {         \
+      WARN(*why);                                           \
+      return;                                               \
+    }                                                       \
+  } while (false)
+
+TEST_CASE("postgres: the test server runs unprivileged on a private socket and leaves nothing behind",
+          "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  std::filesystem::path dir;
+  {
+    PostgresServer server;
+    dir = server.dir();
+    REQUIRE(std::filesystem::exists(dir / ".s.PGSQL.5432"));
+    const std::string uri = server.CreateDatabase();
+    REQUIRE(server.Query(uri, "SELECT current_setting('listen_addresses')") == "\n");
+    REQUIRE(server.Query(uri, "SELECT 1 + 1") == "2\n");
+    // Not root: PostgreSQL refuses that, and the tests must not need it.
+    struct stat st {};
+    REQUIRE(stat((dir / "data").c_str(), &st) == 0);
+    REQUIRE((getuid() != 0 || st.st_uid != 0));
+
+    // Killed and started again on the same data: the data survives.
+    (void)server.Query(uri, "CREATE TABLE t (x int); INSERT INTO t VALUES (7)");
+    server.Kill();
+    REQUIRE_THROWS(server.Query(uri, "SELECT 1"));
+    server.Start();
+    REQUIRE(server.Query(uri, "SELECT x FROM t") == "7\n");
+  }
+  REQUIRE_FALSE(std::filesystem::exists(dir));
+}
+
+namespace {
+
+using brine::ParseJson;
+using brine::Value;
+using brine::store::OpenOptions;
+using brine::store::OpenQueues;
+using brine::store::OpenStore;
+using brine::store::ReturnOutcome;
+
+Value Ret(const std::string& jid, const std::string& minion) {
+  return ParseJson(R"({"fun_args":[],"jid":")" + jid + R"(","return":true,"retcode":0,"success":true,)" +
+                   R"("cmd":"_return","_stamp":"2024-01-01T12:00:01.000001","fun":"test.ping","id":")" + minion +
+                   R"("})");
+}
+
+}  // namespace
+
+TEST_CASE("postgres: two masters starting at once migrate once, under the advisory lock", "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  std::vector<std::thread> starters;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 4; ++i) {
+    starters.emplace_back([&, i] {
+      try {
+        auto s = OpenStore(uri, {.master_id = "master" + std::to_string(i)});
+        if (s->SchemaVersion() != 1) ++failures;
+      } catch (const std::exception&) {
+        ++failures;
+      }
+    });
+  }
+  for (auto& t : starters) t.join();
+  REQUIRE(failures == 0);
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM brine_schema") == "1\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM master") == "4\n");
+}
+
+TEST_CASE("postgres: the same return through two masters is stored once, first wins", "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  auto a = OpenStore(uri, {.master_id = "master_a"});
+  auto b = OpenStore(uri, {.master_id = "master_b"});
+  const std::string jid = "20240101120000000001";
+  a->SaveLoad(jid, ParseJson(R"({"fun":"test.ping","tgt":"*"})"), std::vector<std::string>{"m1"});
+  b->SaveMinions(jid, {"m2"}, std::string("syndic"));
+  REQUIRE(a->Returner(Ret(jid, "m1")).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(b->Returner(Ret(jid, "m1")).kind == ReturnOutcome::Kind::kRepeat);
+  REQUIRE(b->Returner(Ret(jid, "m2")).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM salt_returns") == "2\n");
+  // Either master answers for the fleet; the minion lists merged.
+  REQUIRE(brine::ToJson(*a->GetLoad(jid).Find("Minions")) == R"(["m1","m2"])");
+  REQUIRE(a->GetJid(jid) == b->GetJid(jid));
+  // Each master archives under its own id.
+  std::vector<brine::store::Event> events{{.tag = "salt/auth", .data = ParseJson(R"({"id":"m1"})")}};
+  a->EventReturn(events);
+  b->EventReturn(events);
+  REQUIRE(server.Query(uri, "SELECT master_id FROM salt_events ORDER BY id") == "master_a\nmaster_b\n");
+}
+
+TEST_CASE("postgres: a lost connection fails the commit as WriteFailedError and the replayed batch loses nothing",
+          "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer server;  // its own: this test kills it
+  const std::string uri = server.CreateDatabase();
+  auto s = OpenStore(uri, {.master_id = "m"});
+  auto write = [&](brine::store::Store& store) {
+    auto batch = store.BeginBatch();
+    for (int i = 0; i < 50; ++i) {
+      const std::string jid = "202401011200000000" + std::to_string(10 + i);
+      store.SaveLoad(jid, ParseJson(R"({"fun":"test.ping"})"), std::vector<std::string>{"m1"});
+      (void)store.Returner(Ret(jid, "m1"));
+    }
+    batch.Commit();
+  };
+  {
+    auto batch = s->BeginBatch();
+    s->SaveLoad("20240101120000000001", ParseJson(R"({"fun":"x"})"), std::nullopt);
+    server.Kill();
+    REQUIRE_THROWS_AS(batch.Commit(), brine::store::WriteFailedError);
+  }
+  REQUIRE_THROWS_AS(write(*s), brine::store::StoreError);  // refuses until reopened
+  REQUIRE_THROWS_AS(OpenStore(uri, {.master_id = "m"}), brine::store::StoreError);  // still down
+  server.Start();
+  s = OpenStore(uri, {.master_id = "m"});
+  write(*s);
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM ret") == "50\n");
+}
+
+TEST_CASE("postgres: a password never shows in an error, and a URI is no file path", "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  std::string uri = server.Uri("no_such_db");
+  uri.replace(uri.find("brine@"), 6, "brine:sekrit99@");
+  try {
+    (void)OpenStore(uri);
+    FAIL("opened a missing database");
+  } catch (const brine::store::StoreError& e) {
+    REQUIRE(std::string(e.what()).find("sekrit99") == std::string::npos);
+    REQUIRE(std::string(e.what()).find("no_such_db") != std::string::npos);
+  }
+  REQUIRE(brine::store::IsServerDatabase(uri));
+  REQUIRE_FALSE(brine::store::IsServerDatabase("/var/cache/salt/master/brine.sqlite"));
+}
+
+TEST_CASE("postgres: queues are FIFO, refuse duplicates and put a dropped pop back", "[postgres][queue]") {
+  BRINE_REQUIRE_POSTGRES();
+  const std::string uri = PostgresServer::Shared().CreateDatabase();
+  auto q = OpenQueues(uri);
+  const std::vector<Value> items{Value("zeta"), Value("alpha"), ParseJson(R"({"b":1,"a":2})"), Value(5)};
+  REQUIRE(q->Insert("work", items).kind == brine::store::InsertOutcome::Kind::kInserted);
+  const std::vector<Value> again{Value("new"), Value("alpha")};
+  const auto dup = q->Insert("work", again);
+  REQUIRE(dup.kind == brine::store::InsertOutcome::Kind::kDuplicate);
+  REQUIRE(dup.duplicate_index == 1);
+  REQUIRE(q->Length("work") == 4);
+  REQUIRE(q->Items("work") == items);
+  {
+    auto held = q->BeginPop("work", 2);
+    REQUIRE(held.items() == std::vector<Value>{items[0], items[1]});
+  }
+  REQUIRE(q->Pop("work", 1) == std::vector<Value>{items[0]});
+  REQUIRE(q->Pop("work", brine::store::kAllItems) == std::vector<Value>{items[1], items[2], items[3]});
+  REQUIRE(q->Length("empty") == 0);
+  REQUIRE(q->ListQueues() == std::vector<std::string>{"empty", "work"});
+}
+
+TEST_CASE("postgres: eight poppers on two connections' worth of masters get each item exactly once",
+          "[postgres][queue]") {
+  BRINE_REQUIRE_POSTGRES();
+  const std::string uri = PostgresServer::Shared().CreateDatabase();
+  constexpr int kItems = 4000;
+  {
+    auto q = OpenQueues(uri);
+    std::vector<Value> items;
+    for (int i = 0; i < kItems; ++i) items.emplace_back(i);
+    REQUIRE(q->Insert("work", items).kind == brine::store::InsertOutcome::Kind::kInserted);
+  }
+  std::mutex mu;
+  std::vector<long long> got;
+  std::vector<std::thread> poppers;
+  std::atomic<int> errors{0};
+  for (int p = 0; p < 8; ++p) {
+    poppers.emplace_back([&] {
+      try {
+        auto q = OpenQueues(uri);
+        while (true) {
+          const auto batch = q->Pop("work", 7);
+          if (batch.empty()) break;
+          std::lock_guard lock(mu);
+          for (const Value& v : batch) got.push_back(v.as_int());
+        }
+      } catch (const std::exception&) {
+        ++errors;
+      }
+    });
+  }
+  for (auto& t : poppers) t.join();
+  REQUIRE(errors == 0);
+  std::sort(got.begin(), got.end());
+  REQUIRE(got.size() == static_cast<std::size_t>(kItems));
+  for (int i = 0; i < kItems; ++i) REQUIRE(got[static_cast<std::size_t>(i)] == i);
+}
+
+TEST_CASE("postgres: the schema after all migrations matches the golden file", "[postgres][golden]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  { auto s = OpenStore(uri); }
+  const std::string schema =
+      server.Query(uri,
+                   "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, coalesce(c.collation_name, '')"
+                   " FROM information_schema.columns AS c WHERE c.table_schema = 'public'"
+                   // The day partitions are named by today's date: the retention case pins them.
+                   " AND c.table_name !~ '^event_p[0-9]'"
+                   " ORDER BY c.table_name, c.ordinal_position") +
+      server.Query(uri, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
+                        " AND tablename !~ '^event_p[0-9]' ORDER BY indexname") +
+      server.Query(uri,
+                   "SELECT viewname, definition FROM pg_views WHERE schemaname = 'public' ORDER BY viewname") +
+      server.Query(uri, "SELECT version FROM brine_schema");
+  const std::string diff = brine::test::CheckGolden("postgres_schema.txt", schema);
+  INFO(diff);
+  REQUIRE(diff.empty());
+}
+
+TEST_CASE("postgres: retention drops whole days of archived events as partitions, the rest row by row",
+          "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  const brine::Micros t0 = brine::FromUnixMicros(1704110400000000);  // 2024-01-01 12:00:00 UTC
+  brine::FakeClock clock{t0};
+  auto s = OpenStore(uri, {.master_id = "m", .clock = &clock});
+  auto partitions = [&] {
+    return server.Query(uri,
+                        "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+                        " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
+  };
+  // Yesterday, today and tomorrow exist from the start.
+  REQUIRE(partitions() == "event_default\nevent_p20231231\nevent_p20240101\nevent_p20240102\n");
+  auto archive = [&](brine::Micros at, int n) {
+    std::vector<brine::store::Event> events;
+    for (int i = 0; i < n; ++i) {
+      events.push_back({.tag = "salt/auth", .data = ParseJson(R"({"id":"m1"})"), .received = at});
+    }
+    s->EventReturn(events);
+  };
+  archive(t0, 5);                                // today's partition
+  archive(t0 - std::chrono::hours(24 * 30), 2);  // a month ago: event_default
+  // A day later (the clock moved), the next batch creates the day after tomorrow.
+  clock.Advance(std::chrono::hours(24));
+  archive(t0 + std::chrono::hours(24), 3);
+  REQUIRE(partitions() ==
+          "event_default\nevent_p20231231\nevent_p20240101\nevent_p20240102\nevent_p20240103\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM event_p20240101") == "5\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM event_default") == "2\n");
+
+  // Keep everything from 2024-01-02 00:00: 2023-12-31 and 2024-01-01 are dropped
+  // whole (5 events), the month-old events go row by row (2), within a budget of 1 row.
+  auto r = s->CleanOldJobs(std::nullopt, brine::FromUnixMicros(1704153600000000), 1);
+  REQUIRE(r.events == 6);
+  REQUIRE(r.more);
+  REQUIRE(partitions() == "event_default\nevent_p20240102\nevent_p20240103\n");
+  r = s->CleanOldJobs(std::nullopt, brine::FromUnixMicros(1704153600000000), 100);
+  REQUIRE(r.events == 1);
+  REQUIRE_FALSE(r.more);
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM salt_events") == "3\n");
+}

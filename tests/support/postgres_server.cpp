@@ -1,0 +1,260 @@
+#include "support/postgres_server.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <libpq-fe.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace brine::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string ReadLog(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+enum class Lifetime { kRunToEnd, kServer };
+
+// Forks `argv` as uid/gid with stdout and stderr appended to `log`, working
+// in `cwd`. A kServer child gets SIGQUIT when this thread dies, so a crashed
+// test cannot leave the postmaster behind.
+pid_t Spawn(const std::vector<std::string>& argv, uid_t uid, gid_t gid, const fs::path& cwd,
+            const fs::path& log, Lifetime lifetime) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    const int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    if (getuid() != uid) {
+      if (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0) _exit(126);
+    }
+    // After setuid: a change of credentials clears the parent-death signal.
+    if (lifetime == Lifetime::kServer) {
+      setpgid(0, 0);  // the server's processes form a group, which Kill ends at once
+      prctl(PR_SET_PDEATHSIG, SIGQUIT);
+      if (getppid() != parent) _exit(125);
+    }
+    if (chdir(cwd.c_str()) != 0) _exit(124);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    setenv("LC_ALL", "C", 1);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int WaitExit(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void Chown(const fs::path& p, uid_t uid, gid_t gid) {
+  if (chown(p.c_str(), uid, gid) != 0) throw std::runtime_error("chown " + p.string() + " failed");
+}
+
+std::string PercentEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (isalnum(c) || c == '-' || c == '_' || c == '.') {
+      out += static_cast<char>(c);
+    } else {
+      static const char* kHex = "0123456789ABCDEF";
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> PostgresServer::Unavailable() {
+  for (const char* exe : {"initdb", "postgres"}) {
+    const fs::path p = fs::path(kBinDir) / exe;
+    if (access(p.c_str(), X_OK) != 0) {
+      return "PostgreSQL tests skipped: " + p.string() +
+             " is missing (./brine.sh deps installs Debian's postgresql)";
+    }
+  }
+  return std::nullopt;
+}
+
+PostgresServer& PostgresServer::Shared() {
+  static PostgresServer server;
+  return server;
+}
+
+PostgresServer::PostgresServer(Durability durability) {
+  if (auto why = Unavailable()) throw std::runtime_error(*why);
+  uid_ = getuid();
+  gid_ = getgid();
+  if (uid_ == 0) {
+    // PostgreSQL refuses to run as root.
+    const passwd* pw = getpwnam("nobody");
+    if (pw == nullptr) throw std::runtime_error("no user `nobody` to run PostgreSQL as");
+    uid_ = pw->pw_uid;
+    gid_ = pw->pw_gid;
+  }
+  std::string pattern = (fs::temp_directory_path() / "brine-pg-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  dir_ = pattern;
+  Chown(dir_, uid_, gid_);
+  const fs::path log = dir_ / "initdb.log";
+  const pid_t pid = Spawn({std::string(kBinDir) + "/initdb", "-D", (dir_ / "data").string(), "-U", "brine",
+                           "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"},
+                          uid_, gid_, dir_, log, Lifetime::kRunToEnd);
+  if (WaitExit(pid) != 0) {
+    const std::string text = ReadLog(log);
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+    throw std::runtime_error("initdb failed:\n" + text);
+  }
+  std::ofstream conf(dir_ / "data" / "postgresql.conf", std::ios::app);
+  conf << "\n# brine tests (tests/support/postgres_server.cpp)\n"
+       << "listen_addresses = ''\n"
+       << "unix_socket_directories = '" << dir_.string() << "'\n"
+       << "port = 5432\n"
+       << (durability == Durability::kRelaxed ? "fsync = off\nfull_page_writes = off\nshared_buffers = 32MB\n"
+                                              : "shared_buffers = 512MB\nmax_wal_size = 4GB\n")
+       << "max_connections = 60\n"
+       << "dynamic_shared_memory_type = posix\n"
+       << "log_min_messages = warning\n";
+  conf.close();
+  Start();
+}
+
+PostgresServer::~PostgresServer() {
+  try {
+    Stop();
+  } catch (...) {
+  }
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+std::string PostgresServer::Uri(const std::string& name) const {
+  return "postgresql://brine@/" + name + "?host=" + PercentEncode(dir_.string()) + "&port=5432";
+}
+
+std::string PostgresServer::CreateDatabase() {
+  const std::string name = "t" + std::to_string(next_database_++);
+  (void)Query(Uri("postgres"), "CREATE DATABASE " + name + " TEMPLATE template0");
+  return Uri(name);
+}
+
+std::string PostgresServer::Query(const std::string& uri, const std::string& sql) const {
+  PGconn* conn = PQconnectdb(uri.c_str());
+  if (PQstatus(conn) != CONNECTION_OK) {
+    const std::string msg = PQerrorMessage(conn);
+    PQfinish(conn);
+    throw std::runtime_error("connecting to the test server: " + msg);
+  }
+  PGresult* res = PQexec(conn, sql.c_str());
+  const ExecStatusType st = PQresultStatus(res);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    const std::string msg = PQerrorMessage(conn);
+    PQclear(res);
+    PQfinish(conn);
+    throw std::runtime_error("test query failed: " + msg);
+  }
+  std::string out;
+  for (int r = 0; r < PQntuples(res); ++r) {
+    for (int c = 0; c < PQnfields(res); ++c) {
+      if (c > 0) out += '|';
+      out += PQgetisnull(res, r, c) ? "NULL" : PQgetvalue(res, r, c);
+    }
+    out += '\n';
+  }
+  PQclear(res);
+  PQfinish(conn);
+  return out;
+}
+
+void PostgresServer::Start() {
+  if (pid_ > 0) return;
+  // After a Kill, the old backends may hold the shared memory for a moment:
+  // the new postmaster refuses to start until they are gone, so retry.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (true) {
+    pid_ = Spawn({std::string(kBinDir) + "/postgres", "-D", (dir_ / "data").string()}, uid_, gid_, dir_,
+                 dir_ / "server.log", Lifetime::kServer);
+    try {
+      WaitReady();
+      return;
+    } catch (const std::exception&) {
+      if (std::chrono::steady_clock::now() > deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+void PostgresServer::WaitReady() {
+  const std::string uri = Uri("postgres");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      throw std::runtime_error("postgres exited at start:\n" + ReadLog(dir_ / "server.log"));
+    }
+    if (PQping(uri.c_str()) == PQPING_OK) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Kill();
+  throw std::runtime_error("postgres did not accept connections within 60 s:\n" + ReadLog(dir_ / "server.log"));
+}
+
+void PostgresServer::Kill() {
+  if (pid_ <= 0) return;
+  // The whole group, backends too: a backend left alone would finish the
+  // statement (even a COMMIT) it was given before it noticed its postmaster gone.
+  kill(-pid_, SIGKILL);
+  WaitExit(pid_);
+  pid_ = -1;
+}
+
+void PostgresServer::Stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGINT);  // fast shutdown: disconnects clients, then exits
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid_, SIGQUIT);
+      WaitExit(pid_);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pid_ = -1;
+}
+
+}  // namespace brine::test
