@@ -1272,25 +1272,74 @@ std::string AckHeader(std::uint64_t id, std::int64_t sent_us) {
 
 std::int64_t NowUs() { return brine::ToUnixMicros(brine::SystemClock().Now()); }
 
-// One request as the plug-in sends it; the reply, or status -1 after 10 s.
-AckReply AckRequestReply(zmq::socket_t& dealer, const std::string& header, const std::vector<std::string>& frames) {
-  dealer.send(zmq::buffer(header), frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
-  for (std::size_t i = 0; i < frames.size(); ++i) {
-    dealer.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+// A connection to brine-master's acknowledged socket, speaking its grammar
+// (cache_socket.h) as the Salt plug-in does.
+class AckClient {
+ public:
+  explicit AckClient(const std::filesystem::path& socket_path) : fd_(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string p = socket_path.string();
+    REQUIRE(p.size() < sizeof addr.sun_path);
+    std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+    REQUIRE(::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    const timeval ten_seconds{.tv_sec = 10, .tv_usec = 0};
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &ten_seconds, sizeof ten_seconds);
   }
-  AckReply r;
-  zmq::pollitem_t items[] = {{dealer.handle(), 0, ZMQ_POLLIN, 0}};
-  if (zmq::poll(items, 1, std::chrono::seconds(10)) == 0) return r;
-  zmq::message_t msg;
-  (void)dealer.recv(msg);
-  const std::string head = msg.to_string();
-  REQUIRE(head.size() >= 13);
-  REQUIRE(head.substr(0, 4) == "BRA1");
-  for (int i = 0; i < 8; ++i) r.id = (r.id << 8) | static_cast<unsigned char>(head[4 + i]);
-  r.status = static_cast<unsigned char>(head[12]);
-  r.reason = head.substr(13);
-  return r;
-}
+  ~AckClient() { ::close(fd_); }
+  AckClient(const AckClient&) = delete;
+  AckClient& operator=(const AckClient&) = delete;
+
+  // Sends one request: `body` as is, after its length.
+  void SendBody(const std::string& body) { SendRaw(U32(body.size()) + body); }
+  void SendRaw(const std::string& bytes) {
+    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  }
+  void Send(const std::string& header, const std::vector<std::string>& frames) {
+    std::string body = header;
+    for (const std::string& f : frames) body += U32(f.size()) + f;
+    SendBody(body);
+  }
+  // The next reply, or status -1 when none came within 10 s or the connection closed.
+  AckReply Receive() {
+    AckReply r;
+    std::string length;
+    if (!ReadExact(4, length)) return r;
+    std::size_t n = 0;
+    for (const char c : length) n = (n << 8) | static_cast<unsigned char>(c);
+    std::string head;
+    if (!ReadExact(n, head)) return r;
+    REQUIRE(head.size() >= 13);
+    REQUIRE(head.substr(0, 4) == "BRA1");
+    for (int i = 0; i < 8; ++i) r.id = (r.id << 8) | static_cast<unsigned char>(head[4 + i]);
+    r.status = static_cast<unsigned char>(head[12]);
+    r.reason = head.substr(13);
+    return r;
+  }
+  AckReply RequestReply(const std::string& header, const std::vector<std::string>& frames) {
+    Send(header, frames);
+    return Receive();
+  }
+
+ private:
+  static std::string U32(std::size_t v) {
+    std::string out;
+    for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    return out;
+  }
+  bool ReadExact(std::size_t n, std::string& out) {
+    out.resize(n);
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t k = ::recv(fd_, out.data() + got, n - got, 0);
+      if (k <= 0) return false;
+      got += static_cast<std::size_t>(k);
+    }
+    return true;
+  }
+  int fd_;
+};
 
 std::string CacheFrame(const std::string& op, const Value& data) { return NewFrame("brine/cache/" + op, data); }
 
@@ -1299,10 +1348,7 @@ std::string CacheFrame(const std::string& op, const Value& data) { return NewFra
 TEST_CASE("master: an acknowledged request is answered only once its frames are committed", "[master][e2e]") {
   MasterProcess m("brine.flush_interval_ms: 60000\n");  // group commit must not wait for it
   m.Start();
-  zmq::context_t ctx;
-  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect("ipc://" + (m.sock_dir() / "brine_cache.ipc").string());
+  AckClient client(m.sock_dir() / "brine_cache.ipc");
   const std::string jid = "20261123120000000001";
   const Value load = Value::Map({{"cmd", "publish"}, {"jid", jid}, {"fun", "test.ping"}, {"tgt", "*"},
                                  {"arg", Value::EmptyList()}, {"tgt_type", "glob"}, {"user", "root"}});
@@ -1314,7 +1360,7 @@ TEST_CASE("master: an acknowledged request is answered only once its frames are 
     l.Set("jid", j);
     r.Set("jid", j);
     const AckReply reply =
-        AckRequestReply(dealer, AckHeader(id, NowUs()),
+        client.RequestReply(AckHeader(id, NowUs()),
                         {CacheFrame("save_load", Value::Map({{"jid", j}, {"load", l}, {"minions", Value::List({"web1"})}})),
                          CacheFrame("return", r), NewFrame("salt/job/" + j + "/ret/web1", r)});
     REQUIRE(reply.status == 0);
@@ -1334,24 +1380,67 @@ TEST_CASE("master: a stale or malformed acknowledged request is answered not tak
           "[master][e2e]") {
   MasterProcess m("brine.send_timeout_ms: 1000\n");
   m.Start();
-  zmq::context_t ctx;
-  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect("ipc://" + (m.sock_dir() / "brine_cache.ipc").string());
+  AckClient client(m.sock_dir() / "brine_cache.ipc");
   const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000009"},
                                 {"fun", "test.ping"}, {"return", true}});
   // Sent 600 ms ago: past half of the 1,000 ms timeout, so its caller is about to spool it.
-  AckReply stale = AckRequestReply(dealer, AckHeader(7, NowUs() - 600000), {CacheFrame("return", ret)});
+  AckReply stale = client.RequestReply(AckHeader(7, NowUs() - 600000), {CacheFrame("return", ret)});
   REQUIRE(stale.status == 1);
   REQUIRE(stale.id == 7);
   REQUIRE(stale.reason.find("brine.send_timeout_ms") != std::string::npos);
-  AckReply bad = AckRequestReply(dealer, AckHeader(8, NowUs()).substr(0, 12), {CacheFrame("return", ret)});
-  REQUIRE(bad.status == 1);
-  REQUIRE(bad.id == 8);
-  AckReply ping = AckRequestReply(dealer, AckHeader(9, NowUs()), {});
+  // A header cut short, and a frame whose length runs past the request.
+  client.SendBody(AckHeader(8, NowUs()).substr(0, 12));
+  AckReply short_header = client.Receive();
+  REQUIRE(short_header.status == 1);
+  REQUIRE(short_header.id == 8);
+  const std::string frame = CacheFrame("return", ret);
+  client.SendBody(AckHeader(9, NowUs()) + std::string("\0\0\xff\xff", 4) + frame);
+  AckReply overrun = client.Receive();
+  REQUIRE(overrun.status == 1);
+  REQUIRE(overrun.id == 9);
+  REQUIRE(overrun.reason.find("frame length") != std::string::npos);
+  AckReply ping = client.RequestReply(AckHeader(10, NowUs()), {});
   REQUIRE(ping.status == 0);
+  REQUIRE(ping.id == 10);
+  // A length over the request bound closes the connection unread: no reply.
+  {
+    AckClient oversize(m.sock_dir() / "brine_cache.ipc");
+    oversize.SendRaw(std::string("\x7f\xff\xff\xff", 4) + AckHeader(12, NowUs()));  // a 2 GiB request begins
+    REQUIRE(oversize.Receive().status == -1);
+  }
+  // The first connection still works.
+  REQUIRE(client.RequestReply(AckHeader(11, NowUs()), {}).status == 0);
   REQUIRE(m.Stop() == 0);
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "0\n");
+}
+
+TEST_CASE("master: replies go back on the connection that asked, and a caller that leaves early harms no one",
+          "[master][e2e]") {
+  MasterProcess m("brine.flush_interval_ms: 60000\n");
+  m.Start();
+  auto ret = [](const std::string& jid, const std::string& minion) {
+    return CacheFrame("return", Value::Map({{"cmd", "_return"}, {"id", minion}, {"jid", jid}, {"fun", "test.ping"},
+                                            {"return", true}, {"retcode", 0}, {"success", true}}));
+  };
+  {
+    // Sends and leaves without reading: its return is still filed.
+    AckClient gone(m.sock_dir() / "brine_cache.ipc");
+    gone.Send(AckHeader(1, NowUs()), {ret("20261123120000000001", "gone")});
+  }
+  AckClient a(m.sock_dir() / "brine_cache.ipc");
+  AckClient b(m.sock_dir() / "brine_cache.ipc");
+  // Two requests in a row on each connection, before reading any answer.
+  a.Send(AckHeader(100, NowUs()), {ret("20261123120000000002", "a1")});
+  b.Send(AckHeader(200, NowUs()), {ret("20261123120000000002", "b1")});
+  a.Send(AckHeader(101, NowUs()), {ret("20261123120000000002", "a2")});
+  b.Send(AckHeader(201, NowUs()), {ret("20261123120000000002", "b2")});
+  std::vector<std::uint64_t> on_a{a.Receive().id, a.Receive().id};
+  std::vector<std::uint64_t> on_b{b.Receive().id, b.Receive().id};
+  REQUIRE(on_a == std::vector<std::uint64_t>{100, 101});
+  REQUIRE(on_b == std::vector<std::uint64_t>{200, 201});
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns WHERE jid = '20261123120000000002'") == "4\n");
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '20261123120000000001'") == "gone\n");
 }
 
 TEST_CASE("master: acknowledged requests are popped ahead of bus frames, and the lane refuses past its budget",

@@ -408,12 +408,12 @@ class VirtualTest(unittest.TestCase):
         self.assertEqual(mod.get_minions(), [])
         self.assertFalse(mod.get_endtime("20240101120000123456"))
 
-    def test_virtual_is_false_with_a_reason_without_pyzmq(self):
+    def test_virtual_is_false_with_a_reason_without_msgpack(self):
         code = (
             "import importlib.util, sys\n"
             "class Block:\n"
             "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name == 'zmq' or name.startswith('zmq.'):\n"
+            "        if name == 'msgpack' or name.startswith('msgpack.'):\n"
             "            raise ImportError('No module named ' + repr(name))\n"
             "sys.meta_path.insert(0, Block())\n"
             "spec = importlib.util.spec_from_file_location('brine_returner', sys.argv[1])\n"
@@ -424,7 +424,7 @@ class VirtualTest(unittest.TestCase):
         result = eval(out.stdout.decode())  # a repr of a tuple
         self.assertIsInstance(result, tuple)
         self.assertIs(result[0], False)
-        self.assertIn("pyzmq", result[1])
+        self.assertIn("msgpack", result[1])
 
 
 if __name__ == "__main__":
