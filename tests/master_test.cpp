@@ -1,5 +1,6 @@
 // brine-master end to end: the real binary on a temp config folder, real
 // ZeroMQ sockets, a real store file.
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -673,6 +674,7 @@ TEST_CASE("master: socket files are 0600, brine.sock_dir 0700 and the store 0600
   CHECK(ModeOf(m.sock_dir()) == 0700);
   CHECK(ModeOf(m.sock_dir() / "master_event_pull.ipc") == 0600);
   CHECK(ModeOf(m.sock_dir() / "master_event_pub.ipc") == 0600);
+  CHECK(ModeOf(m.sock_dir() / "brine_cache.ipc") == 0600);
   CHECK(ModeOf(m.database()) == 0600);
   for (const char* sidecar : {"-wal", "-shm"}) {
     const std::filesystem::path p = m.database().string() + sidecar;
@@ -1284,8 +1286,17 @@ class AckClient {
     REQUIRE(p.size() < sizeof addr.sun_path);
     std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
     REQUIRE(::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
-    const timeval ten_seconds{.tv_sec = 10, .tv_usec = 0};
-    (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &ten_seconds, sizeof ten_seconds);
+    SetTimeout();
+  }
+  // To 127.0.0.1:port (ipc_mode: tcp).
+  explicit AckClient(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    SetTimeout();
   }
   ~AckClient() { ::close(fd_); }
   AckClient(const AckClient&) = delete;
@@ -1323,6 +1334,10 @@ class AckClient {
   }
 
  private:
+  void SetTimeout() {
+    const timeval ten_seconds{.tv_sec = 10, .tv_usec = 0};
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &ten_seconds, sizeof ten_seconds);
+  }
   static std::string U32(std::size_t v) {
     std::string out;
     for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -1412,6 +1427,28 @@ TEST_CASE("master: a stale or malformed acknowledged request is answered not tak
   REQUIRE(client.RequestReply(AckHeader(11, NowUs()), {}).status == 0);
   REQUIRE(m.Stop() == 0);
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "0\n");
+}
+
+TEST_CASE("master: with ipc_mode tcp acknowledged writes are taken on 127.0.0.1 and no socket file is made",
+          "[master][e2e]") {
+  const int pull = brine::test::FreeTcpPort();
+  int pub = brine::test::FreeTcpPort();
+  while (pub == pull) pub = brine::test::FreeTcpPort();
+  int cache = brine::test::FreeTcpPort();
+  while (cache == pull || cache == pub) cache = brine::test::FreeTcpPort();
+  MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
+                  "\nbrine.tcp_pub_port: " + std::to_string(pub) + "\nbrine.tcp_cache_port: " + std::to_string(cache));
+  m.set_tcp_ports(pull, pub);
+  m.Start();
+  REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "brine_cache.ipc"));
+  AckClient client(cache);
+  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000003"},
+                                {"fun", "test.ping"}, {"return", true}, {"retcode", 0}, {"success", true}});
+  const AckReply reply = client.RequestReply(AckHeader(5, NowUs()), {CacheFrame("return", ret)});
+  REQUIRE(reply.status == 0);
+  REQUIRE(reply.id == 5);
+  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '20261123120000000003'") == "web1\n");
+  REQUIRE(m.Stop() == 0);
 }
 
 TEST_CASE("master: replies go back on the connection that asked, and a caller that leaves early harms no one",

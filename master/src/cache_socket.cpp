@@ -50,21 +50,29 @@ void WriteU32(std::string& out, std::uint32_t v) {
 int Listen(const std::string& endpoint) {
   int fd = -1;
   if (endpoint.rfind("ipc://", 0) == 0) {
+    // Bound and listening under a temporary name, then renamed into place:
+    // a caller that finds the file can connect (between bind and listen it
+    // would be refused, and spool for nothing).
     const std::string path = endpoint.substr(6);
+    const std::string building = path + ".new";
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    if (path.size() >= sizeof(addr.sun_path)) {
-      throw std::system_error(ENAMETOOLONG, std::generic_category(), path);
+    if (building.size() >= sizeof(addr.sun_path)) {
+      throw std::system_error(ENAMETOOLONG, std::generic_category(), building);
     }
-    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    std::memcpy(addr.sun_path, building.c_str(), building.size() + 1);
     fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) ThrowErrno("socket");
-    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    (void)::unlink(building.c_str());  // left by a brine-master killed while starting
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd, 128) != 0 ||
+        ::rename(building.c_str(), path.c_str()) != 0) {
       const int e = errno;
       ::close(fd);
+      (void)::unlink(building.c_str());
       errno = e;
-      ThrowErrno("bind " + path);
+      ThrowErrno("listen at " + path);
     }
+    return fd;
   } else if (endpoint.rfind("tcp://", 0) == 0) {
     const std::string rest = endpoint.substr(6);
     const auto colon = rest.rfind(':');
