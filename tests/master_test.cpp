@@ -1304,8 +1304,20 @@ class AckClient {
 
   // Sends one request: `body` as is, after its length.
   void SendBody(const std::string& body) { SendRaw(U32(body.size()) + body); }
-  void SendRaw(const std::string& bytes) {
-    REQUIRE(::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size()));
+  void SendRaw(const std::string& bytes) { REQUIRE(TrySendRaw(bytes)); }
+  bool TrySendRaw(const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  static std::string Message(const std::string& header, const std::vector<std::string>& frames) {
+    std::string body = header;
+    for (const std::string& f : frames) body += U32(f.size()) + f;
+    return U32(body.size()) + body;
   }
   void Send(const std::string& header, const std::vector<std::string>& frames) {
     std::string body = header;
@@ -1449,6 +1461,40 @@ TEST_CASE("master: with ipc_mode tcp acknowledged writes are taken on 127.0.0.1 
   REQUIRE(reply.id == 5);
   REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '20261123120000000003'") == "web1\n");
   REQUIRE(m.Stop() == 0);
+}
+
+TEST_CASE("master: unfinished requests past their byte budget close the connection holding the most",
+          "[master][e2e]") {
+  // Requests of up to 64 KiB + 1 MiB; unfinished ones may hold max(1 MiB, 2 x that) = 2.125 MiB.
+  MasterProcess m("brine.max_frame_bytes: 65536\nbrine.max_queue_mb: 1\n");
+  m.Start();
+  std::vector<std::unique_ptr<AckClient>> clients;
+  std::vector<std::string> messages;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<AckClient>(m.sock_dir() / "brine_cache.ipc"));
+    messages.push_back(AckClient::Message(
+        AckHeader(i + 1, NowUs()), {NewFrame("big/event", Value::Map({{"s", std::string(1000000, 'x')}}))}));
+    // 0.9 MB of each: the third passes the budget.
+    clients.back()->SendRaw(messages.back().substr(0, 900000));
+  }
+  int answered = 0, closed = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const bool sent = clients[i]->TrySendRaw(messages[i].substr(900000));
+    const AckReply r = clients[i]->Receive();
+    if (r.status == 0) {
+      REQUIRE(sent);
+      REQUIRE(r.id == i + 1);
+      ++answered;
+    } else {
+      REQUIRE(r.status == -1);
+      ++closed;
+    }
+  }
+  REQUIRE(closed == 1);
+  REQUIRE(answered == 2);
+  // Each whole one is filed (its frame over max_frame_bytes as a bounded quarantine row).
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM quarantine") == "2\n");
 }
 
 TEST_CASE("master: replies go back on the connection that asked, and a caller that leaves early harms no one",

@@ -160,7 +160,21 @@ void CacheSocket::Serve(const zmq::pollitem_t* items, std::size_t count) {
     }
     if (!keep) Close(serial);
   }
+  ShedPartials();
   if (accept) Accept();
+}
+
+void CacheSocket::ShedPartials() {
+  std::size_t total = 0;
+  for (const auto& [serial, c] : connections_) total += c.in.size();
+  while (total > options_.max_partial_bytes) {
+    auto biggest = connections_.begin();
+    for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+      if (it->second.in.size() > biggest->second.in.size()) biggest = it;
+    }
+    total -= biggest->second.in.size();
+    Close(biggest->first);
+  }
 }
 
 void CacheSocket::Accept() {

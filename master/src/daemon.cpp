@@ -359,13 +359,19 @@ int Run(const Args& args, std::ostream& err) {
   pull.set(zmq::sockopt::linger, 0);
   pub.set(zmq::sockopt::linger, 0);
   std::optional<CacheSocket> cache;
+  // Unfinished requests may hold the queue's budget, or two whole requests of
+  // the largest size, whichever is more: one big write always gets through.
+  const std::size_t max_request_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes) + (1u << 20);
+  const std::size_t max_partial_bytes =
+      std::max(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, 2 * max_request_bytes);
   try {
     const mode_t old = ::umask(0177);  // socket files 0600 from the start
     pull.bind(endpoints.pull);
     pub.bind(endpoints.pub);
     cache.emplace(CacheSocketOptions{.endpoint = endpoints.cache,
                                      .send_timeout = std::chrono::milliseconds(cfg.brine.send_timeout_ms),
-                                     .max_request_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes) + (1u << 20)},
+                                     .max_request_bytes = max_request_bytes,
+                                     .max_partial_bytes = max_partial_bytes},
                   queue, acks, pub, clock, [&writer] { return writer.Failing(); });
     ::umask(old);
   } catch (const zmq::error_t& e) {

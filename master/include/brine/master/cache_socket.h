@@ -33,9 +33,10 @@
 // since the caller spools what is not answered in time and a late copy would
 // be filed twice. A body that does not parse (short or unknown header, a
 // frame length past the end) is answered with status 1 when the id can be
-// read. A length over max_request_bytes, or more connections than
-// max_connections, closes the connection: the caller spools, and brine-master
-// replays the spool later, where an oversize frame is quarantined.
+// read. A length over max_request_bytes, more connections than
+// max_connections, or unfinished requests past max_partial_bytes close a
+// connection: the caller spools, and brine-master replays the spool later,
+// where an oversize frame is quarantined.
 #pragma once
 
 #include <chrono>
@@ -58,6 +59,10 @@ struct CacheSocketOptions {
   std::chrono::milliseconds send_timeout{2000};  // the plug-in's brine.send_timeout_ms
   std::size_t max_request_bytes = (64u << 20) + (1u << 20);
   std::size_t max_connections = 1024;
+  // Bytes of requests read but not yet whole, over all connections: past it
+  // the connection holding the most is closed (its caller spools). With the
+  // queue's own budget this bounds what callers can make brine-master hold.
+  std::size_t max_partial_bytes = 32u << 20;
 };
 
 class CacheSocket {
@@ -105,6 +110,7 @@ class CacheSocket {
   void Reply(Connection& c, std::uint64_t id, AckStatus status, const std::string& reason);
   bool Flush(Connection& c);
   void Close(std::uint64_t serial);
+  void ShedPartials();
 
   CacheSocketOptions options_;
   FrameQueue& queue_;
