@@ -648,16 +648,10 @@ TEST_CASE(
 // --- the bus and its files ---------------------------------------------------------
 
 TEST_CASE("master: with ipc_mode tcp the bus is on 127.0.0.1 and events arrive", "[master][e2e]") {
-  const int pull = brine::test::FreeTcpPort();
-  int pub = brine::test::FreeTcpPort();
-  while (pub == pull) pub = brine::test::FreeTcpPort();
-  int cache = brine::test::FreeTcpPort();
-  while (cache == pull || cache == pub) cache = brine::test::FreeTcpPort();
-  MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
-                  "\nbrine.tcp_pub_port: " + std::to_string(pub) +
-                  "\nbrine.tcp_cache_port: " + std::to_string(cache));
-  m.set_tcp_ports(pull, pub);
-  REQUIRE(m.pull_endpoint() == "tcp://127.0.0.1:" + std::to_string(pull));
+  const brine::test::TcpBusPorts ports = brine::test::FreeTcpBusPorts();
+  MasterProcess m(ports.Config());
+  m.set_tcp_ports(ports.pull, ports.pub);
+  REQUIRE(m.pull_endpoint() == "tcp://127.0.0.1:" + std::to_string(ports.pull));
   m.Start();
   REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pull.ipc"));
   PushFrames(m.pull_endpoint(), {NewFrame("over/tcp", Value::Map({{"n", 1}}))});
@@ -1443,17 +1437,12 @@ TEST_CASE("master: a stale or malformed acknowledged request is answered not tak
 
 TEST_CASE("master: with ipc_mode tcp acknowledged writes are taken on 127.0.0.1 and no socket file is made",
           "[master][e2e]") {
-  const int pull = brine::test::FreeTcpPort();
-  int pub = brine::test::FreeTcpPort();
-  while (pub == pull) pub = brine::test::FreeTcpPort();
-  int cache = brine::test::FreeTcpPort();
-  while (cache == pull || cache == pub) cache = brine::test::FreeTcpPort();
-  MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
-                  "\nbrine.tcp_pub_port: " + std::to_string(pub) + "\nbrine.tcp_cache_port: " + std::to_string(cache));
-  m.set_tcp_ports(pull, pub);
+  const brine::test::TcpBusPorts ports = brine::test::FreeTcpBusPorts();
+  MasterProcess m(ports.Config());
+  m.set_tcp_ports(ports.pull, ports.pub);
   m.Start();
   REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "brine_cache.ipc"));
-  AckClient client(cache);
+  AckClient client(ports.cache);
   const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000003"},
                                 {"fun", "test.ping"}, {"return", true}, {"retcode", 0}, {"success", true}});
   const AckReply reply = client.RequestReply(AckHeader(5, NowUs()), {CacheFrame("return", ret)});
