@@ -816,3 +816,54 @@ TEST_CASE("store: freed pages go back to the file system with incremental_vacuum
   REQUIRE(after.page_count < before.page_count - 100);
   REQUIRE(std::filesystem::file_size(f.path) == static_cast<std::uintmax_t>(after.page_count * after.page_size));
 }
+
+TEST_CASE("store: a job and the events read back whole for export, in order, within their windows", "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101110000000000";
+  f.clock.Set(kT0 - std::chrono::minutes(5));
+  s->SaveCacheLoad(jid, J(R"({"cmd":"publish","fun":"test.ping","tgt":"*","jid":"20240101110000000000"})"),
+                   Strings({"m2", "m1"}));
+  f.clock.Set(kT0);
+  const auto out = s->Returner(Ret(jid, "m2", J(R"({"big":18446744073709551615,"t":"é"})")));
+  f.clock.Set(kT0 + std::chrono::seconds(1));
+  (void)s->Returner(Ret(jid, "m1", true));
+  s->UpdateEndtime(jid, "2024, Jan 01 12:00:02.000000");
+  s->SaveLoad("20240101130000000000", J(R"({"fun":"x"})"), std::nullopt);
+  Value stamped = Ret(jid, "m2", J(R"({"big":18446744073709551615,"t":"é"})"));
+  stamped.Set("_stamp", "2024-01-01T12:00:09.000000");
+  std::vector<Event> events{
+      {.tag = "salt/auth", .data = J(R"({"id":"m1"})"), .received = kT0},
+      {.tag = "salt/job/" + jid + "/ret/m2", .data = stamped, .received = kT0 + std::chrono::seconds(2),
+       .same_as_return = out.id, .own_stamp = true},
+      {.tag = "late", .data = J("{}"), .received = kT0 + std::chrono::hours(1)}};
+  s->EventReturn(events);
+
+  std::vector<brine::store::StoredJob> jobs;
+  s->ForEachStoredJob(std::nullopt, "20240101120000000000", [&](brine::store::StoredJob&& j) { jobs.push_back(std::move(j)); });
+  REQUIRE(jobs.size() == 1);
+  const auto& j = jobs[0];
+  CHECK(j.jid == jid);
+  CHECK(j.origin == brine::store::StoredJob::Origin::kMaster);
+  CHECK(J(*j.load_json) == J(R"({"cmd":"publish","fun":"test.ping","tgt":"*","jid":"20240101110000000000"})"));
+  CHECK(j.minions == Strings({"m1", "m2"}));
+  CHECK(j.endtime == "2024, Jan 01 12:00:02.000000");
+  CHECK_FALSE(j.nocache);
+  CHECK(j.seen == kT0 - std::chrono::minutes(5));
+  REQUIRE(j.returns.size() == 2);
+  CHECK(j.returns[0].minion == "m2");  // arrival order, not name order
+  CHECK(j.returns[0].received == kT0);
+  CHECK(j.returns[0].full_ret_json.find("18446744073709551615") != std::string::npos);
+  CHECK(j.returns[1].minion == "m1");
+  CHECK(j.returns[1].received == kT0 + std::chrono::seconds(1));
+
+  std::vector<brine::store::ArchivedEvent> got;
+  s->ForEachEvent(kT0, kT0 + std::chrono::hours(1), [&](brine::store::ArchivedEvent&& e) { got.push_back(std::move(e)); });
+  REQUIRE(got.size() == 2);  // until is exclusive
+  CHECK(got[0].tag == "salt/auth");
+  CHECK(got[0].master_id == "salt_master");
+  CHECK(got[0].received == kT0);
+  CHECK(got[1].tag == "salt/job/" + jid + "/ret/m2");
+  // The shared payload with the event's own _stamp, the same text on each backend.
+  CHECK(got[1].data_json == ToJson(stamped));
+}

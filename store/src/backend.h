@@ -39,6 +39,17 @@ enum class LoadKind : int {
   kCachePublish = 3,  // the master's own publish load, from Salt's save_load
 };
 
+// A job.load_kind value as StoredJob shows it.
+inline StoredJob::Origin OriginOf(int load_kind) {
+  switch (static_cast<LoadKind>(load_kind)) {
+    case LoadKind::kStub: return StoredJob::Origin::kStub;
+    case LoadKind::kPublish: return StoredJob::Origin::kEvent;
+    case LoadKind::kCachePublish: return StoredJob::Origin::kMaster;
+    case LoadKind::kNone: break;
+  }
+  return StoredJob::Origin::kNone;
+}
+
 // What JobCache needs to know about a job row.
 struct JobState {
   std::int64_t id = 0;
@@ -152,6 +163,10 @@ class Backend {
   virtual Value GetJid(const std::string& jid) = 0;
   virtual Value GetJidFull(const std::string& jid) = 0;
   virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
+  virtual void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                                const std::function<void(StoredJob&&)>& fn) = 0;
+  virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                            const std::function<void(ArchivedEvent&&)>& fn) = 0;
   virtual Value GetFun(const std::string& fun) = 0;
   virtual std::vector<std::string> GetMinions() = 0;
   virtual std::optional<std::string> GetEndtime(const std::string& jid) = 0;
@@ -171,6 +186,11 @@ int LatestPostgresSchemaVersion();
 // The metadata Salt's format_job_instance would show for a load: a dict under
 // `metadata`, else under `kwargs.metadata`, else in a __kwarg__ dict of `arg`.
 const Value* LoadMetadata(const Value& load);
+
+// An archived event's data when it shares a return's payload `full_ret_json`
+// but has its own `_stamp`: that payload with `_stamp` (kept in its place)
+// set to `stamp`, as brine's JSON (the same text on every backend).
+std::string WithStamp(const std::string& full_ret_json, const std::string& stamp);
 
 // The jid a job event belongs to, or "" for events that are not job events.
 std::string JobEventJid(std::string_view tag, const Value& data);

@@ -45,6 +45,12 @@ std::string JobEventJid(std::string_view tag, const Value& data) {
   return "";
 }
 
+std::string WithStamp(const std::string& full_ret_json, const std::string& stamp) {
+  Value v = ParseJson(full_ret_json);
+  if (v.is_map()) v.Set("_stamp", stamp);
+  return ToJson(v);
+}
+
 namespace {
 
 constexpr std::size_t kMaxCachedJobs = 200000;
@@ -298,6 +304,16 @@ class JobCache final : public Store {
 
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
     backend_->ForEachJob(filter, fn);
+  }
+
+  void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                        const std::function<void(StoredJob&&)>& fn) override {
+    backend_->ForEachStoredJob(jid_min, jid_max, fn);
+  }
+
+  void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                    const std::function<void(ArchivedEvent&&)>& fn) override {
+    backend_->ForEachEvent(from, until, fn);
   }
 
   std::vector<JobRecord> GetJidsFilter(std::size_t count, FindJobs find_jobs) override {

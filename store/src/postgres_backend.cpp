@@ -516,6 +516,97 @@ class PostgresBackend final : public Backend {
     for (auto it = newest.rbegin(); it != newest.rend(); ++it) fn(std::move(*it));
   }
 
+  void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                        const std::function<void(StoredJob&&)>& fn) override {
+    // 500 jobs a chunk, three statements each: minions and returns for the
+    // whole chunk at once (ANY of its ids), not a round trip per job.
+    constexpr int kChunk = 500;
+    std::optional<std::string> after;
+    while (true) {
+      std::vector<StoredJob> jobs;
+      Guard("export_jobs", Op::kRead, [&] {
+        PgResult q = Db().Exec(
+            "SELECT id, jid, load_kind, load, metadata, nocache, endtime,"
+            " (extract(epoch FROM seen) * 1000000)::bigint FROM job"
+            " WHERE ($1::text IS NULL OR jid >= $1) AND ($2::text IS NULL OR jid <= $2)"
+            " AND ($3::text IS NULL OR jid > $3) ORDER BY jid LIMIT " + Int(kChunk),
+            {jid_min ? P(*jid_min) : PgParam::Null(), jid_max ? P(*jid_max) : PgParam::Null(),
+             after ? P(*after) : PgParam::Null()});
+        std::string ids = "{";
+        std::unordered_map<std::int64_t, std::size_t> index;
+        for (int i = 0; i < q.rows(); ++i) {
+          StoredJob job;
+          const std::int64_t id = q.integer(i, 0);
+          job.jid = q.text(i, 1);
+          job.origin = detail::OriginOf(static_cast<int>(q.integer(i, 2)));
+          if (!q.null(i, 3)) job.load_json = std::string(q.text(i, 3));
+          if (!q.null(i, 4)) job.metadata_json = std::string(q.text(i, 4));
+          job.nocache = q.text(i, 5) == "t";
+          if (!q.null(i, 6)) job.endtime = std::string(q.text(i, 6));
+          job.seen = FromUnixMicros(q.integer(i, 7));
+          index[id] = jobs.size();
+          jobs.push_back(std::move(job));
+          ids += (i == 0 ? "" : ",") + Int(id);
+        }
+        ids += "}";
+        if (jobs.empty()) return 0;
+        PgResult m = Db().Exec(
+            "SELECT jm.job_id, m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
+            " WHERE jm.job_id = ANY($1::bigint[]) ORDER BY jm.job_id, m.name",
+            {P(ids)});
+        for (int i = 0; i < m.rows(); ++i) jobs[index.at(m.integer(i, 0))].minions.emplace_back(m.text(i, 1));
+        PgResult r = Db().Exec(
+            "SELECT r.job_id, m.name, (extract(epoch FROM r.recv) * 1000000)::bigint, r.full_ret"
+            " FROM ret AS r JOIN minion AS m ON m.id = r.minion_id"
+            " WHERE r.job_id = ANY($1::bigint[]) ORDER BY r.job_id, r.id",
+            {P(ids)});
+        for (int i = 0; i < r.rows(); ++i) {
+          jobs[index.at(r.integer(i, 0))].returns.push_back({.minion = std::string(r.text(i, 1)),
+                                                             .received = FromUnixMicros(r.integer(i, 2)),
+                                                             .full_ret_json = std::string(r.text(i, 3))});
+        }
+        return 0;
+      });
+      if (jobs.empty()) return;
+      after = jobs.back().jid;
+      const bool last = jobs.size() < static_cast<std::size_t>(kChunk);
+      for (StoredJob& job : jobs) fn(std::move(job));
+      if (last) return;
+    }
+  }
+
+  void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                    const std::function<void(ArchivedEvent&&)>& fn) override {
+    std::exception_ptr caller_failure;
+    Guard("export_events", Op::kRead, [&] {
+      Db().StartRows(
+          "SELECT (extract(epoch FROM e.received) * 1000000)::bigint, ms.name,"
+          " coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), coalesce(e.data, r.full_ret),"
+          " e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
+          " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
+          " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
+          " LEFT JOIN minion AS m ON m.id = r.minion_id"
+          " WHERE ($1::text IS NULL OR e.received >= to_timestamp($1::double precision))"
+          " AND ($2::text IS NULL OR e.received < to_timestamp($2::double precision)) ORDER BY e.id",
+          {from ? P(TimeText(*from)) : PgParam::Null(), until ? P(TimeText(*until)) : PgParam::Null()});
+      while (std::optional<PgResult> row = db_->NextRow()) {
+        if (caller_failure) continue;  // drain the rest
+        ArchivedEvent e{.received = FromUnixMicros(row->integer(0, 0)),
+                        .master_id = std::string(row->text(0, 1)),
+                        .tag = std::string(row->text(0, 2)),
+                        .data_json = std::string(row->text(0, 3))};
+        if (row->text(0, 4) == "t") e.data_json = detail::WithStamp(e.data_json, std::string(row->text(0, 5)));
+        try {
+          fn(std::move(e));
+        } catch (...) {
+          caller_failure = std::current_exception();
+        }
+      }
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+  }
+
   Value GetFun(const std::string& fun) override {
     return Guard("get_fun", Op::kRead, [&] {
       PgResult r = Db().Exec(

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <unordered_map>
 
 #include "backend.h"
@@ -674,6 +675,86 @@ class SqliteBackend final : public Backend {
         }
       } else {
         while (q.executeStep() && deliver(record())) {
+        }
+      }
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+  }
+
+  void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                        const std::function<void(StoredJob&&)>& fn) override {
+    std::exception_ptr caller_failure;
+    Read("export_jobs", [&] {
+      // The outer statement holds one read transaction open until it is
+      // done, so the inner ones read the same snapshot.
+      SQLite::Statement q(*db_,
+                          "SELECT id, jid, load_kind, load, metadata, nocache, endtime, seen_us FROM job"
+                          " WHERE (?1 IS NULL OR jid >= ?1) AND (?2 IS NULL OR jid <= ?2) ORDER BY jid");
+      if (jid_min) q.bind(1, *jid_min);
+      if (jid_max) q.bind(2, *jid_max);
+      SQLite::Statement minions(*db_,
+                                "SELECT m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
+                                " WHERE jm.job_id = ? ORDER BY m.name");
+      SQLite::Statement rets(*db_,
+                             "SELECT m.name, r.recv_us, r.full_ret FROM ret AS r JOIN minion AS m ON m.id = r.minion_id"
+                             " WHERE r.job_id = ? ORDER BY r.id");
+      while (!caller_failure && q.executeStep()) {
+        StoredJob job;
+        const std::int64_t id = q.getColumn(0).getInt64();
+        job.jid = q.getColumn(1).getString();
+        job.origin = detail::OriginOf(q.getColumn(2).getInt());
+        if (!q.getColumn(3).isNull()) job.load_json = q.getColumn(3).getString();
+        if (!q.getColumn(4).isNull()) job.metadata_json = q.getColumn(4).getString();
+        job.nocache = q.getColumn(5).getInt() != 0;
+        if (!q.getColumn(6).isNull()) job.endtime = q.getColumn(6).getString();
+        job.seen = FromUnixMicros(q.getColumn(7).getInt64());
+        minions.bind(1, id);
+        while (minions.executeStep()) job.minions.push_back(minions.getColumn(0).getString());
+        minions.reset();
+        rets.bind(1, id);
+        while (rets.executeStep()) {
+          job.returns.push_back({.minion = rets.getColumn(0).getString(),
+                                 .received = FromUnixMicros(rets.getColumn(1).getInt64()),
+                                 .full_ret_json = rets.getColumn(2).getString()});
+        }
+        rets.reset();
+        try {
+          fn(std::move(job));
+        } catch (...) {
+          caller_failure = std::current_exception();
+        }
+      }
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+  }
+
+  void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                    const std::function<void(ArchivedEvent&&)>& fn) override {
+    std::exception_ptr caller_failure;
+    Read("export_events", [&] {
+      // salt_events' rows, without its UNION (whose ORDER BY would sort the
+      // whole window in a temp b-tree): the event's id is its order.
+      SQLite::Statement q(*db_,
+                          "SELECT e.id, ms.name, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name),"
+                          " coalesce(e.data, r.full_ret), e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
+                          " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
+                          " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
+                          " LEFT JOIN minion AS m ON m.id = r.minion_id"
+                          " WHERE e.id >= ?1 AND e.id < ?2 ORDER BY e.id");
+      q.bind(1, from ? ToUnixMicros(*from) : std::numeric_limits<std::int64_t>::min());
+      q.bind(2, until ? ToUnixMicros(*until) : std::numeric_limits<std::int64_t>::max());
+      while (!caller_failure && q.executeStep()) {
+        ArchivedEvent e{.received = FromUnixMicros(q.getColumn(0).getInt64()),
+                        .master_id = q.getColumn(1).getString(),
+                        .tag = q.getColumn(2).getString(),
+                        .data_json = q.getColumn(3).getString()};
+        if (q.getColumn(4).getInt() != 0) e.data_json = detail::WithStamp(e.data_json, q.getColumn(5).getString());
+        try {
+          fn(std::move(e));
+        } catch (...) {
+          caller_failure = std::current_exception();
         }
       }
       return 0;

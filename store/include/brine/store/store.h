@@ -135,6 +135,36 @@ struct JobFilter {
   bool json_text = false;
 };
 
+// What the job cache keeps of one job, whole, for brine.export (ForEachStoredJob).
+struct StoredReturn {
+  std::string minion;
+  Micros received{};           // arrival time
+  std::string full_ret_json;   // the whole return load, as stored
+};
+struct StoredJob {
+  std::string jid;
+  // Where the load came from: none yet (prep_jid only), a stub built from a
+  // return, a publish event (SaveLoad), or the master's own save_load
+  // (SaveCacheLoad with cmd "publish", which an event's copy never replaces).
+  enum class Origin { kNone, kStub, kEvent, kMaster };
+  Origin origin = Origin::kNone;
+  std::optional<std::string> load_json;      // null for kNone
+  std::optional<std::string> metadata_json;
+  std::vector<std::string> minions;          // expected minions, sorted
+  bool nocache = false;
+  std::optional<std::string> endtime;
+  Micros seen{};                             // when the store first heard of the jid
+  std::vector<StoredReturn> returns;         // in arrival order
+};
+
+// One archived event as salt_events shows it.
+struct ArchivedEvent {
+  Micros received{};       // arrival time (the archive's order)
+  std::string master_id;   // the master that archived it
+  std::string tag;
+  std::string data_json;   // with a shared return's payload filled in
+};
+
 struct CleanResult {
   std::int64_t jobs = 0;
   std::int64_t returns = 0;
@@ -259,6 +289,18 @@ class Store {
   virtual void RefreshStatistics() {}
 
   // --- reads --------------------------------------------------------------------
+  // Every job whose jid text lies in [jid_min, jid_max] (each bound optional),
+  // in jid order, with its load, metadata, expected minions, nocache mark,
+  // endtime, first-seen time and returns. `fn` runs while the read is open
+  // (it must not call back into this Store); its exceptions propagate. Reads
+  // one consistent snapshot on SQLite; on PostgreSQL jobs are read 500 at a
+  // time, each chunk consistent.
+  virtual void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                                const std::function<void(StoredJob&&)>& fn) = 0;
+  // Every archived event that arrived in [from, until) (each bound optional),
+  // in archive order, as salt_events shows it. `fn` as for ForEachStoredJob.
+  virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                            const std::function<void(ArchivedEvent&&)>& fn) = 0;
   // Writes a consistent copy of the whole store to `to` (SQLite's backup API
   // in one step under one read transaction, so a writer on another connection
   // goes on and the copy is the store as of one commit; a single file, no WAL
