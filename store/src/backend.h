@@ -139,8 +139,10 @@ class Backend {
   virtual void AppendEvents(std::span<const EventRow> events) = 0;
   virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
   virtual void SetEndtime(std::int64_t job, const std::string& endtime) = 0;
-  virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
-                                   std::int64_t max_rows) = 0;
+  // Store::ApplyRetention.
+  virtual CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) = 0;
+  // Store::PruneOldest.
+  virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
   // Replaces this master's counters (OpenOptions::master_id).
   virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
 
@@ -157,6 +159,7 @@ class Backend {
   virtual void BackupTo(const std::filesystem::path& to) = 0;
   virtual std::string IntegrityCheck() = 0;
   virtual Store::RowCounts CountRows() = 0;
+  virtual std::int64_t UsedBytes() = 0;
   virtual std::optional<Micros> OldestEvent() = 0;
   virtual Value GetCounters() = 0;
   virtual Value GetLoad(const std::string& jid) = 0;

@@ -238,15 +238,25 @@ class JobCache final : public Store {
     Write("update_endtime", [&] { backend_->SetEndtime(EnsureJob(jid).id, endtime); });
   }
 
-  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
-                           std::int64_t max_rows) override {
+  CleanResult ApplyRetention(const Retention& retention, std::int64_t max_rows) override {
     CleanResult result;
     Write("clean_old_jobs", [&] {
-      result = backend_->CleanOldJobs(jobs_before, events_before, max_rows);
+      result = backend_->CleanOldJobs(retention, max_rows);
       jobs_.clear();
     });
     return result;
   }
+
+  CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override {
+    CleanResult result;
+    Write("prune_oldest", [&] {
+      result = backend_->PruneOldest(bytes, max_rows);
+      jobs_.clear();
+    });
+    return result;
+  }
+
+  std::int64_t UsedBytes() override { return backend_->UsedBytes(); }
 
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
     Write("put_counters", [&] { backend_->PutCounters(counters); });

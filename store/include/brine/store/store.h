@@ -165,11 +165,30 @@ struct ArchivedEvent {
   std::string data_json;   // with a shared return's payload filled in
 };
 
+// One class of retention: what the fnmatch `glob` matches is kept until it
+// is older than `before`; nullopt keeps it forever.
+struct RetentionRule {
+  std::string glob;
+  std::optional<Micros> before;
+};
+
+// What Store::ApplyRetention deletes. Rules apply in order: the first whose
+// glob matches decides; what none matches falls to the *_before default
+// (nullopt: kept forever).
+struct Retention {
+  std::optional<Micros> jobs_before;
+  std::vector<RetentionRule> jobs_by_fun;     // globs on the load's `fun`
+  std::optional<Micros> events_before;        // and quarantined frames
+  std::vector<RetentionRule> events_by_tag;   // globs on the event's tag
+};
+
 struct CleanResult {
   std::int64_t jobs = 0;
   std::int64_t returns = 0;
   std::int64_t events = 0;
   std::int64_t quarantined = 0;
+  // PruneOldest only: the bytes of JSON (and raw frames) it deleted.
+  std::int64_t bytes = 0;
   // True when the row budget ran out before everything old was gone.
   bool more = false;
 };
@@ -257,13 +276,36 @@ class Store {
   // Records the job's end time text (`job_cache_store_endtime`).
   virtual void UpdateEndtime(const std::string& jid, const std::string& endtime) = 0;
 
-  // Deletes jobs whose jid time is before `jobs_before` (with their load,
-  // expected minions and returns), and archived events and quarantined frames
-  // that arrived before `events_before`; at most `max_rows` rows in all
-  // (on PostgreSQL, whole days of archived events before `events_before` are
-  // dropped as partitions besides, outside that budget).
-  virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before,
-                                   std::optional<Micros> events_before, std::int64_t max_rows) = 0;
+  // Deletes what `retention` no longer keeps: each job (with its load,
+  // expected minions and returns) whose jid time is before the cut of the
+  // first rule of jobs_by_fun whose glob matches its load's `fun`, or before
+  // jobs_before when none matches; each archived event that arrived before
+  // the cut of the first rule of events_by_tag matching its tag, or before
+  // events_before when none matches; quarantined frames that arrived before
+  // events_before. At most `max_rows` rows in all (on PostgreSQL, whole days
+  // of archived events before every event cut are dropped as partitions
+  // besides, outside that budget). A jid that is not a time ages by when the
+  // store first saw it. Joins the open batch.
+  virtual CleanResult ApplyRetention(const Retention& retention, std::int64_t max_rows) = 0;
+  // ApplyRetention without rules by class.
+  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
+                           std::int64_t max_rows) {
+    return ApplyRetention({.jobs_before = jobs_before, .events_before = events_before}, max_rows);
+  }
+
+  // For a size cap: deletes the oldest of everything, whatever its class:
+  // jobs (in jid order, a jid that is not a time by when it was first seen;
+  // with their returns and expected minions), archived events and quarantined
+  // frames (by arrival), oldest first across the three, until the payloads
+  // deleted (loads, returns, event data, raw frames) add up to `bytes` or
+  // `max_rows` rows went (then `more` is set). Joins the open batch.
+  virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
+  // The bytes the store's rows take, for brine.max_store_mb: on SQLite the
+  // pages in use (free pages not counted, the WAL neither); on PostgreSQL an
+  // estimate from its statistics (live rows x average row width per table,
+  // indexes not counted), 0 until ANALYZE (autovacuum) has run; it follows
+  // deletes as the statistics do (within about a second of a commit).
+  [[nodiscard]] virtual std::int64_t UsedBytes() = 0;
 
   // Replaces the counters of this Store's master (OpenOptions::master_id) with
   // `counters`. Joins the open batch, so counters commit with the data they count.
