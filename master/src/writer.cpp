@@ -58,6 +58,15 @@ void LogRetentionRun(Logger& log, const store::CleanResult& run, const store::St
   log.Log(LogLevel::kInfo, line);
 }
 
+// Adds one step's counts to its pass's.
+void AddCounts(store::CleanResult& pass, const store::CleanResult& step) {
+  pass.jobs += step.jobs;
+  pass.returns += step.returns;
+  pass.events += step.events;
+  pass.quarantined += step.quarantined;
+  pass.bytes += step.bytes;
+}
+
 std::string Mib(std::int64_t bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / 1048576.0);
@@ -373,10 +382,7 @@ void Writer::MaintenanceStep() {
           before_first_run_.jobs += r.jobs;
           before_first_run_.events += r.events;
         }
-        retention_run_.jobs += r.jobs;
-        retention_run_.returns += r.returns;
-        retention_run_.events += r.events;
-        retention_run_.quarantined += r.quarantined;
+        AddCounts(retention_run_, r);
         if (!r.more) {
           LogRetentionRun(log_, retention_run_, retention_ran_ ? nullptr : &before_first_run_);
           retention_run_ = {};
@@ -403,11 +409,7 @@ void Writer::MaintenanceStep() {
           prune_run_ = {};
         }
         const auto r = store_->PruneOldest(*prune_target_ - prune_run_.bytes, kMaintenanceRows);
-        prune_run_.jobs += r.jobs;
-        prune_run_.returns += r.returns;
-        prune_run_.events += r.events;
-        prune_run_.quarantined += r.quarantined;
-        prune_run_.bytes += r.bytes;
+        AddCounts(prune_run_, r);
         if (!r.more) {
           log_.Log(LogLevel::kInfo, "brine.max_store_mb: the store held " + Mib(prune_used_) + " MiB, over the cap of " +
                                         Mib(options_.max_store_bytes) + " MiB; pruned the oldest " +

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <functional>
@@ -194,6 +195,19 @@ const Value* LoadMetadata(const Value& load);
 // but has its own `_stamp`: that payload with `_stamp` (kept in its place)
 // set to `stamp`, as brine's JSON (the same text on every backend).
 std::string WithStamp(const std::string& full_ret_json, const std::string& stamp);
+
+// Hands `value` to a read's caller: `fn`'s exception is kept in `failure`
+// (rethrown untranslated once the read is over) and later values are not
+// handed out.
+template <typename T>
+void Deliver(const std::function<void(T&&)>& fn, T&& value, std::exception_ptr& failure) {
+  if (failure) return;
+  try {
+    fn(std::move(value));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+}
 
 // The jid a job event belongs to, or "" for events that are not job events.
 std::string JobEventJid(std::string_view tag, const Value& data);

@@ -797,11 +797,7 @@ class PostgresBackend final : public Backend {
                         .tag = std::string(row->text(0, 2)),
                         .data_json = std::string(row->text(0, 3))};
         if (row->text(0, 4) == "t") e.data_json = detail::WithStamp(e.data_json, std::string(row->text(0, 5)));
-        try {
-          fn(std::move(e));
-        } catch (...) {
-          caller_failure = std::current_exception();
-        }
+        detail::Deliver(fn, std::move(e), caller_failure);
       }
       return 0;
     });

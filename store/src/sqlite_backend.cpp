@@ -818,11 +818,7 @@ class SqliteBackend final : public Backend {
                                  .full_ret_json = rets.getColumn(2).getString()});
         }
         rets.reset();
-        try {
-          fn(std::move(job));
-        } catch (...) {
-          caller_failure = std::current_exception();
-        }
+        detail::Deliver(fn, std::move(job), caller_failure);
       }
       return 0;
     });
@@ -850,11 +846,7 @@ class SqliteBackend final : public Backend {
                         .tag = q.getColumn(2).getString(),
                         .data_json = q.getColumn(3).getString()};
         if (q.getColumn(4).getInt() != 0) e.data_json = detail::WithStamp(e.data_json, q.getColumn(5).getString());
-        try {
-          fn(std::move(e));
-        } catch (...) {
-          caller_failure = std::current_exception();
-        }
+        detail::Deliver(fn, std::move(e), caller_failure);
       }
       return 0;
     });
