@@ -989,6 +989,79 @@ TEST_CASE("master: a first retention run that deletes more than half the store i
                                                  "store held at start") != std::string::npos);
 }
 
+TEST_CASE("master: retention by class keeps each function's jobs and each tag's events for their own time",
+          "[master][e2e]") {
+  MasterProcess m(
+      "keep_jobs_seconds: 86400\n"
+      "brine.keep_jobs_by_fun: {saltutil.find_job: 3600, 'state.*': 7776000}\n"
+      "brine.keep_events_by_tag: {'salt/auth': 60, 'salt/job/*': 0}");
+  const auto now = Now();
+  const auto hours_ago = [&](int h) { return now - std::chrono::hours(h); };
+  {
+    std::filesystem::create_directories(m.database().parent_path());
+    brine::FakeClock then(hours_ago(48));
+    brine::store::OpenOptions opts;
+    opts.master_id = "test_master";
+    opts.clock = &then;
+    auto store = brine::store::OpenStore(m.database(), opts);
+    // Two hours old: find_job goes (an hour), test.ping stays (a day).
+    // Two days old: state.apply stays (90 days), test.ping goes.
+    for (const auto& [h, fun] : std::vector<std::pair<int, std::string>>{
+             {2, "saltutil.find_job"}, {2, "test.ping"}, {48, "state.apply"}, {48, "test.ping"}}) {
+      const std::string jid = JidAt(hours_ago(h) + std::chrono::microseconds(fun.size()));
+      store->SaveLoad(jid, PublishLoad(jid, fun, {}, StampAt(hours_ago(h))), std::vector<std::string>{"m1"});
+    }
+    // Two days old: auth goes, job events stay (0: forever), others go.
+    for (const std::string tag : {"salt/auth", "salt/job/20240101000000000000/prog/m1/0", "minion_start"}) {
+      brine::store::Event e{.tag = tag, .data = Value::Map({{"n", 1}}), .received = hours_ago(48)};
+      store->EventReturn(std::span<const brine::store::Event>(&e, 1));
+    }
+  }
+  m.Start();
+  REQUIRE(WaitUntil([&] { return brine::test::ReadFile(m.log_file()).find("retention removed") != std::string::npos; }));
+  REQUIRE(m.Stop() == 0);
+  CHECK(Sql(m.database(), "SELECT json_extract(load, '$.fun') FROM job ORDER BY jid") == "state.apply\ntest.ping\n");
+  CHECK(Sql(m.database(), "SELECT tag FROM salt_events") == "salt/job/20240101000000000000/prog/m1/0\n");
+  const std::string log = brine::test::ReadFile(m.log_file());
+  INFO(log);
+  // The third job is the prog event's jid, seen with no load: the default day.
+  CHECK(log.find("retention removed 3 jobs, 0 returns, 2 events") != std::string::npos);
+}
+
+TEST_CASE("master: over brine.max_store_mb it prunes the oldest first and logs what it pruned", "[master][e2e]") {
+  MasterProcess m("keep_jobs_seconds: 0\nbrine.max_store_mb: 1");
+  const auto now = Now();
+  const std::string payload(100000, 'x');
+  std::vector<std::string> jids;
+  {
+    std::filesystem::create_directories(m.database().parent_path());
+    brine::FakeClock then(now);
+    brine::store::OpenOptions opts;
+    opts.master_id = "test_master";
+    opts.clock = &then;
+    auto store = brine::store::OpenStore(m.database(), opts);
+    // 3 MB in 30 jobs, an hour apart, oldest first.
+    for (int h = 30; h > 0; --h) {
+      const std::string jid = JidAt(now - std::chrono::hours(h));
+      jids.push_back(jid);
+      then.Set(now - std::chrono::hours(h));
+      store->SaveLoad(jid, PublishLoad(jid, "test.ping", {}, StampAt(now)), std::vector<std::string>{"m1"});
+      (void)store->Returner(ReturnLoad(jid, "m1", "test.ping", payload, StampAt(now)));
+    }
+  }
+  m.Start();
+  REQUIRE(WaitUntil([&] { return brine::test::ReadFile(m.log_file()).find("brine.max_store_mb") != std::string::npos; }));
+  REQUIRE(m.Stop() == 0);
+  // About 20 of the 30 went, the oldest: what is left is the newest, in one run.
+  const std::int64_t left = std::stoll(Sql(m.database(), "SELECT count(*) FROM job"));
+  CHECK(left >= 5);
+  CHECK(left <= 10);
+  CHECK(Sql(m.database(), "SELECT min(jid) FROM job") == jids[jids.size() - static_cast<std::size_t>(left)] + "\n");
+  const std::string log = brine::test::ReadFile(m.log_file());
+  CHECK(log.find("over the cap of 1.0 MiB; pruned the oldest " + std::to_string(30 - left) + " jobs, " +
+                 std::to_string(30 - left) + " returns, 0 events") != std::string::npos);
+}
+
 TEST_CASE("master: a bad config value stops it at start with exit 2 naming the file and the key",
           "[master][e2e]") {
   MasterProcess m("brine.batch_max_events: lots");

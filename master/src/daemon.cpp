@@ -327,6 +327,9 @@ int Run(const Args& args, std::ostream& err) {
   wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
   wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
   wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
+  wopts.keep_jobs_by_fun = cfg.brine.keep_jobs_by_fun;
+  wopts.keep_events_by_tag = cfg.brine.keep_events_by_tag;
+  wopts.max_store_bytes = cfg.brine.max_store_mb * 1048576;
   wopts.spool_dir = cfg.cachedir / "brine-spool";
   AckMailbox acks;
   LiveStatus status;
