@@ -18,3 +18,164 @@ BEGIN
   RETURN stored;
 END
 $$;
+
+-- Forensics (SQLite's 0004_forensics and 0005_no_recv_index; docs/schema.md,
+-- "Forensics") -----------------------------------------------------------------
+--
+-- The same columns and views, with PostgreSQL's types: times are timestamptz
+-- (compare with now() - interval '1 hour'), success a boolean, the 0/1 flags
+-- of minion_job_outcome integers (so sum() counts them as on SQLite).
+--
+-- The new columns are view columns over IMMUTABLE functions of the row, with
+-- expression indexes where SQLite has indexes on its VIRTUAL columns:
+-- PostgreSQL 15 has only STORED generated columns, which would rewrite the
+-- job and ret tables on migration and add their bytes to every row. A
+-- predicate on a view column reaches the index because the view's expression
+-- is the index's.
+
+-- A job's start: the jid read as the UTC time YYYYMMDDhhmmssffffff (maybe
+-- _<pid>); a jid that is not one (and a date that is not one) starts when
+-- brine first heard of it. Immutable: it reads only its arguments, in UTC.
+CREATE FUNCTION brine_start_time(jid text, seen timestamptz) RETURNS timestamptz
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE AS $$
+BEGIN
+  IF jid !~ '^[0-9]{20}(_|$)' THEN
+    RETURN seen;
+  END IF;
+  RETURN make_timestamp(substr(jid, 1, 4)::int, substr(jid, 5, 2)::int, substr(jid, 7, 2)::int,
+                        substr(jid, 9, 2)::int, substr(jid, 11, 2)::int,
+                        substr(jid, 13, 2)::int + substr(jid, 15, 6)::int / 1000000.0) AT TIME ZONE 'UTC';
+EXCEPTION WHEN others THEN
+  RETURN seen;
+END
+$$;
+
+-- The publish load's user, tgt (a string, or a JSON list as text) and tgt_type.
+CREATE FUNCTION brine_load_field(load text, field text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$ SELECT brine_jsonb(load) ->> field $$;
+
+-- Time windows over jobs, of one function; the jobs a user ran; failed
+-- returns only (retcode <> 0 OR NOT success, a few per cent of all). As on
+-- SQLite after 0005, the arrival time of every return is not indexed.
+CREATE INDEX job_start ON job (brine_start_time(jid, seen));
+CREATE INDEX job_fun_start ON job (fun, brine_start_time(jid, seen)) WHERE fun IS NOT NULL;
+CREATE INDEX job_user ON job (brine_load_field(load, 'user'), jid) WHERE brine_load_field(load, 'user') IS NOT NULL;
+CREATE INDEX ret_failed ON ret (recv, job_id, minion_id, retcode, success) WHERE retcode <> 0 OR NOT success;
+
+-- Salt's views keep their columns; the new ones come after them.
+CREATE OR REPLACE VIEW jids AS
+SELECT j.jid::varchar(255) AS jid,
+       brine_jsonb(j.load) AS load,
+       j.fun AS fun,
+       brine_jsonb(j.metadata) AS metadata,
+       j.endtime AS endtime,
+       CASE j.load_kind WHEN 1 THEN 'return' ELSE 'publish' END AS load_source,
+       j.seen AS alter_time,
+       brine_start_time(j.jid, j.seen) AS start_time,
+       brine_load_field(j.load, 'user') AS "user",
+       brine_load_field(j.load, 'tgt') AS tgt,
+       brine_load_field(j.load, 'tgt_type') AS tgt_type
+FROM job AS j
+WHERE j.load IS NOT NULL;
+
+CREATE OR REPLACE VIEW salt_returns AS
+SELECT (brine_jsonb(r.full_ret) ->> 'fun')::varchar(50) AS fun,
+       j.jid::varchar(255) AS jid,
+       brine_jsonb(r.full_ret) -> 'return' AS "return",
+       m.name::varchar(255) AS id,
+       (CASE WHEN r.success THEN 'True' WHEN NOT r.success THEN 'False' ELSE '' END)::varchar(10) AS success,
+       brine_jsonb(r.full_ret) AS full_ret,
+       r.recv AS alter_time,
+       r.retcode AS retcode,
+       brine_jsonb(r.full_ret) ->> 'out' AS out,
+       r.recv AS recv_time,
+       brine_start_time(j.jid, j.seen) AS start_time,
+       round(extract(epoch FROM r.recv - brine_start_time(j.jid, j.seen)), 3) AS seconds_after_start
+FROM ret AS r
+JOIN job AS j ON j.id = r.job_id
+JOIN minion AS m ON m.id = r.minion_id;
+
+-- Forensic views ---------------------------------------------------------------
+
+CREATE VIEW failed_returns AS
+SELECT j.jid AS jid,
+       j.fun AS fun,
+       m.name AS minion,
+       r.retcode AS retcode,
+       r.success AS success,
+       r.recv AS recv_time,
+       brine_start_time(j.jid, j.seen) AS start_time,
+       brine_load_field(j.load, 'user') AS "user",
+       brine_jsonb(r.full_ret) -> 'return' AS "return"
+FROM ret AS r
+JOIN job AS j ON j.id = r.job_id
+JOIN minion AS m ON m.id = r.minion_id
+WHERE r.retcode <> 0 OR NOT r.success;
+
+-- jsonb_each fails on a non-object, and a WHERE does not guard a set
+-- function: a return that is no dict expands to nothing.
+CREATE VIEW failed_states AS
+SELECT j.jid AS jid,
+       j.fun AS fun,
+       m.name AS minion,
+       s.value ->> '__id__' AS state_id,
+       s.key AS state,
+       s.value ->> 'name' AS name,
+       s.value ->> 'comment' AS comment,
+       r.recv AS recv_time,
+       brine_start_time(j.jid, j.seen) AS start_time
+FROM ret AS r
+JOIN job AS j ON j.id = r.job_id
+JOIN minion AS m ON m.id = r.minion_id
+CROSS JOIN LATERAL jsonb_each(CASE WHEN jsonb_typeof(brine_jsonb(r.full_ret) -> 'return') = 'object'
+                                   THEN brine_jsonb(r.full_ret) -> 'return' ELSE '{}'::jsonb END) AS s
+WHERE (r.retcode <> 0 OR NOT r.success)
+  AND j.fun LIKE 'state.%'
+  AND jsonb_typeof(s.value) = 'object'
+  AND jsonb_typeof(s.value -> 'result') = 'boolean'
+  AND NOT (s.value -> 'result')::boolean;
+
+CREATE VIEW minion_job_outcome AS
+SELECT j.jid AS jid,
+       j.fun AS fun,
+       brine_start_time(j.jid, j.seen) AS start_time,
+       m.name AS minion,
+       (r.id IS NOT NULL)::int AS returned,
+       coalesce((r.retcode <> 0 OR NOT r.success)::int, 0) AS failed
+FROM job_minion AS jm
+JOIN job AS j ON j.id = jm.job_id
+JOIN minion AS m ON m.id = jm.minion_id
+LEFT JOIN ret AS r ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id;
+
+CREATE VIEW minion_reliability AS
+SELECT minion,
+       count(*) AS targeted,
+       sum(returned) AS returned,
+       count(*) - sum(returned) AS missing,
+       sum(failed) AS failed
+FROM minion_job_outcome
+GROUP BY minion;
+
+CREATE VIEW return_times AS
+SELECT j.jid AS jid,
+       j.fun AS fun,
+       m.name AS minion,
+       brine_start_time(j.jid, j.seen) AS start_time,
+       r.recv AS recv_time,
+       round(extract(epoch FROM r.recv - brine_start_time(j.jid, j.seen)), 3) AS seconds_after_start
+FROM ret AS r
+JOIN job AS j ON j.id = r.job_id
+JOIN minion AS m ON m.id = r.minion_id;
+
+CREATE VIEW user_jobs AS
+SELECT brine_load_field(j.load, 'user') AS "user",
+       j.jid AS jid,
+       brine_start_time(j.jid, j.seen) AS start_time,
+       j.fun AS fun,
+       brine_load_field(j.load, 'tgt') AS tgt,
+       brine_load_field(j.load, 'tgt_type') AS tgt_type,
+       (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = j.id) AS expected,
+       (SELECT count(*) FROM ret AS r WHERE r.job_id = j.id) AS returned,
+       (SELECT count(*) FROM ret AS r WHERE r.job_id = j.id AND (r.retcode <> 0 OR NOT r.success)) AS failed
+FROM job AS j
+WHERE brine_load_field(j.load, 'user') IS NOT NULL;
