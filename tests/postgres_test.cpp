@@ -19,6 +19,7 @@
 #include "brine/store/queues.h"
 #include "brine/store/store.h"
 
+#include "support/doc_blocks.h"
 #include "support/golden.h"
 #include "support/postgres_server.h"
 
@@ -379,32 +380,6 @@ TEST_CASE("postgres: retention drops whole days of archived events as partitions
   REQUIRE(server.Query(uri, "SELECT count(*) FROM salt_events") == "3\n");
 }
 
-namespace {
-
-// The ```pgsql blocks of docs/schema.md (the PostgreSQL section's).
-std::vector<std::string> PgsqlBlocks(const std::string& markdown) {
-  std::vector<std::string> blocks;
-  std::istringstream in(markdown);
-  std::string line, current;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    const auto first = line.find_first_not_of(' ');
-    const std::string trimmed = first == std::string::npos ? "" : line.substr(first);
-    if (!inside && trimmed == "```pgsql") {
-      inside = true;
-      current.clear();
-    } else if (inside && trimmed == "```") {
-      inside = false;
-      blocks.push_back(current);
-    } else if (inside) {
-      current += line + "\n";
-    }
-  }
-  return blocks;
-}
-
-}  // namespace
-
 TEST_CASE("postgres: every forensic query of docs/schema.md runs as written and finds its rows", "[postgres][docs]") {
   // The data of schema_docs_test.cpp (the SQLite twin of this case).
   BRINE_REQUIRE_POSTGRES();
@@ -435,7 +410,7 @@ TEST_CASE("postgres: every forensic query of docs/schema.md runs as written and 
   std::ifstream in(std::string(BRINE_SOURCE_DIR) + "/docs/schema.md");
   std::stringstream md;
   md << in.rdbuf();
-  const auto blocks = PgsqlBlocks(md.str());
+  const auto blocks = brine::test::FencedBlocks(md.str(), "pgsql");
   REQUIRE(blocks.size() == 12);  // the 11 questions and pgjsonb's failed returns
   for (const std::string& sql : blocks) {
     INFO(sql);

@@ -657,29 +657,68 @@ class PostgresBackend final : public Backend {
   // Multi-row INSERTs of the waiting returns, each checking that every row
   // went in (brine_check_stored, migrations/postgres/0002).
   void AppendReturnInserts(std::vector<PgStatement>& out) {
-    for (std::size_t done = 0; done < pending_returns_.size(); done += kReturnsPerInsert) {
-      const std::size_t n = std::min(kReturnsPerInsert, pending_returns_.size() - done);
-      PgStatement st;
-      st.sql = "WITH v (id, job_id, minion_id, recv, success, retcode, full_ret) AS (VALUES ";
-      st.params.reserve(n * 5);
+    AppendMultiRow(
+        pending_returns_, kReturnsPerInsert,
+        "WITH v (id, job_id, minion_id, recv, success, retcode, full_ret) AS (VALUES ",
+        [](PendingReturn& r, std::vector<Owned>& params) {
+          // One statement each: the operands of + are not sequenced, and
+          // the placeholders must number the parameters in order.
+          const std::string recv = Param(params, O(std::move(r.received)));
+          const std::string success = Param(params, OBool(r.success));
+          const std::string retcode = Param(params, OInt(r.retcode));
+          const std::string full_ret = Param(params, O(std::move(r.full_ret)));
+          return "(" + Int(r.id) + "::bigint," + Int(r.job) + "::bigint," + Int(r.minion) + "::bigint,to_timestamp(" +
+                 recv + "::double precision)," + success + "::boolean," + retcode + "::bigint," + full_ret + "::text)";
+        },
+        [](std::size_t n) {
+          return "), i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret)"
+                 " OVERRIDING SYSTEM VALUE SELECT * FROM v ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING 1)"
+                 " SELECT brine_check_stored((SELECT count(*) FROM i), " + Int(static_cast<std::int64_t>(n)) + ")";
+        },
+        out);
+  }
+
+  // Multi-row INSERTs of the waiting events, in order.
+  void AppendEventInserts(std::vector<PgStatement>& out) {
+    const std::string master = Int(master_row_);
+    AppendMultiRow(
+        pending_events_, kEventsPerInsert, "INSERT INTO event (received, master_id, job_id, tag, data, ret_id, stamp) VALUES ",
+        [&](EventRow& e, std::vector<Owned>& params) {
+          const std::string received = Param(params, O(TimeText(e.received)));
+          const std::string job = Param(params, OInt(e.job_id));
+          const std::string tag = Param(params, e.tag ? O(std::move(*e.tag)) : ONull());
+          const std::string data = Param(params, e.data ? O(std::move(*e.data)) : ONull());
+          const std::string ret = Param(params, OInt(e.ret_id ? std::optional<std::int64_t>(*e.ret_id) : std::nullopt));
+          const std::string stamp = Param(params, e.stamp ? O(std::move(*e.stamp)) : ONull());
+          return "(to_timestamp(" + received + "::double precision)," + master + "," + job + "::bigint," + tag + "," +
+                 data + "," + ret + "::bigint," + stamp + ")";
+        },
+        [](std::size_t) { return std::string(); }, out);
+  }
+
+  // Appends `value` to `params` and returns its placeholder ($n).
+  static std::string Param(std::vector<Owned>& params, Owned value) {
+    params.push_back(std::move(value));
+    return "$" + Int(static_cast<std::int64_t>(params.size()));
+  }
+
+  // Statements of up to `per` rows each (PostgreSQL takes 65535 parameters
+  // a statement): `head`, then `row(r, params)` for each row, comma-separated,
+  // then `tail(rows in it)`. Empties `rows`.
+  template <class R, class RowSql, class TailSql>
+  static void AppendMultiRow(std::vector<R>& rows, std::size_t per, const std::string& head, RowSql&& row,
+                             TailSql&& tail, std::vector<PgStatement>& out) {
+    for (std::size_t done = 0; done < rows.size(); done += per) {
+      const std::size_t n = std::min(per, rows.size() - done);
+      PgStatement st{head, {}};
       for (std::size_t i = 0; i < n; ++i) {
-        PendingReturn& r = pending_returns_[done + i];
-        const std::size_t b = st.params.size();
         if (i > 0) st.sql += ',';
-        st.sql += "(" + Int(r.id) + "::bigint," + Int(r.job) + "::bigint," + Int(r.minion) + "::bigint,to_timestamp($" +
-                  Int(b + 1) + "::double precision),$" + Int(b + 2) + "::boolean,$" + Int(b + 3) + "::bigint,$" +
-                  Int(b + 4) + "::text)";
-        st.params.push_back(O(std::move(r.received)));
-        st.params.push_back(OBool(r.success));
-        st.params.push_back(OInt(r.retcode));
-        st.params.push_back(O(std::move(r.full_ret)));
+        st.sql += row(rows[done + i], st.params);
       }
-      st.sql += "), i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret)"
-                " OVERRIDING SYSTEM VALUE SELECT * FROM v ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING 1)"
-                " SELECT brine_check_stored((SELECT count(*) FROM i), " + Int(static_cast<std::int64_t>(n)) + ")";
+      st.sql += tail(n);
       out.push_back(std::move(st));
     }
-    pending_returns_.clear();
+    rows.clear();
   }
 
   // Creates the archive's partitions for yesterday, today and tomorrow (UTC)
@@ -829,32 +868,6 @@ class PostgresBackend final : public Backend {
                    " WHERE received < to_timestamp($1) ORDER BY id LIMIT $2)",
                {P(cut), P(Int(budget))})
         .affected();
-  }
-
-  // Multi-row INSERTs of the waiting events, in order.
-  void AppendEventInserts(std::vector<PgStatement>& out) {
-    const std::string master = Int(master_row_);
-    for (std::size_t done = 0; done < pending_events_.size(); done += kEventsPerInsert) {
-      const std::size_t n = std::min(kEventsPerInsert, pending_events_.size() - done);
-      PgStatement st;
-      st.sql = "INSERT INTO event (received, master_id, job_id, tag, data, ret_id, stamp) VALUES ";
-      st.params.reserve(n * 6);
-      for (std::size_t i = 0; i < n; ++i) {
-        EventRow& e = pending_events_[done + i];
-        const std::size_t b = st.params.size();
-        st.params.push_back(O(TimeText(e.received)));
-        st.params.push_back(OInt(e.job_id));
-        st.params.push_back(e.tag ? O(std::move(*e.tag)) : ONull());
-        st.params.push_back(e.data ? O(std::move(*e.data)) : ONull());
-        st.params.push_back(OInt(e.ret_id ? std::optional<std::int64_t>(*e.ret_id) : std::nullopt));
-        st.params.push_back(e.stamp ? O(std::move(*e.stamp)) : ONull());
-        if (i > 0) st.sql += ',';
-        st.sql += "(to_timestamp($" + Int(b + 1) + "::double precision)," + master + ",$" + Int(b + 2) + "::bigint,$" +
-                  Int(b + 3) + ",$" + Int(b + 4) + ",$" + Int(b + 5) + "::bigint,$" + Int(b + 6) + ")";
-      }
-      out.push_back(std::move(st));
-    }
-    pending_events_.clear();
   }
 
   SystemClock system_clock_;
