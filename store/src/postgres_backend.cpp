@@ -160,19 +160,22 @@ class PostgresBackend final : public Backend {
   // --- job cache primitives ---------------------------------------------------
 
   JobState GetOrCreateJob(const std::string& jid, Micros seen) override {
-    // No UPDATE of an existing row (that would write a new row version per
-    // job and batch). When another master inserts the jid at the same moment,
-    // this statement's snapshot cannot see its row: the plain SELECT after
-    // it, a statement of its own, can.
-    // The same round trip says which minions returned already (InsertReturn).
+    // One round trip, three statements: create the row unless it exists (no
+    // UPDATE: that would write a new row version per job and batch); lock it
+    // until this batch commits (FOR NO KEY UPDATE: another master's batch
+    // naming the jid waits here for ours, so two masters never both decide
+    // that the same minion's return is the first); then, in a statement of
+    // its own whose snapshot is taken after the lock (READ COMMITTED), read
+    // its state and which minions returned already (InsertReturn decides
+    // first-wins from them). brine_check_stored stays as the net for writers
+    // that take no lock.
     const std::string t = TimeText(seen);
-    const std::string columns = "id, load_kind, nocache, metadata IS NOT NULL, stub_minions";
-    const std::string returned = "(SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id)";
-    PgResult r = Query("WITH i AS (INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2))"
-                       " ON CONFLICT (jid) DO NOTHING RETURNING " + columns + ", NULL::text)"
-                       " SELECT * FROM i UNION ALL SELECT " + columns + ", " + returned + " FROM job WHERE jid = $1",
-                       {O(jid), O(t)});
-    if (r.rows() == 0) r = Query("SELECT " + columns + ", " + returned + " FROM job WHERE jid = $1", {O(jid)});
+    Defer("INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2)) ON CONFLICT (jid) DO NOTHING", {O(jid), O(t)});
+    Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)});
+    PgResult r = Query(
+        "SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions,"
+        " (SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id) FROM job WHERE jid = $1",
+        {O(jid)});
     JobState s;
     s.id = r.integer(0, 0);
     s.load_kind = static_cast<LoadKind>(r.integer(0, 1));
