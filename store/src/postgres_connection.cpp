@@ -82,10 +82,13 @@ std::string PgConnection::Where() const {
 
 bool PgConnection::in_transaction() const { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
 
+// A failure of libpq itself (no result, a send that failed): the connection
+// is gone or unusable even when libpq has not marked it bad yet (in pipeline
+// mode it may not have when a send to a killed server failed).
 PgError PgConnection::Failure(const char* what) const {
   std::string message = PQerrorMessage(conn_);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  return PgError(std::string(what) + ": " + message, "", PQstatus(conn_) != CONNECTION_OK);
+  return PgError(std::string(what) + ": " + message, "", true);
 }
 
 namespace {
@@ -95,7 +98,9 @@ PgError ResultFailure(pg_conn* conn, PGresult* r) {
   std::string message = PQresultErrorMessage(r);
   if (message.empty()) message = PQerrorMessage(conn);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  return PgError(message, state ? state : "", PQstatus(conn) != CONNECTION_OK);
+  // No SQLSTATE: libpq made the error itself ("server closed the connection
+  // unexpectedly"), which is a lost connection.
+  return PgError(message, state ? state : "", PQstatus(conn) != CONNECTION_OK || state == nullptr);
 }
 
 }  // namespace
