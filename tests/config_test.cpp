@@ -613,6 +613,9 @@ TEST_CASE("config: every key is read and typed", "[config]") {
             "brine.max_frame_bytes: 1048576\n"
             "brine.max_queue_mb: 16\n"
             "brine.keep_events_seconds: 0\n"
+            "brine.keep_jobs_by_fun: {saltutil.find_job: 3600, 'state.*': 7776000, 'test.*': 0}\n"
+            "brine.keep_events_by_tag:\n  salt/auth: 60\n"
+            "brine.max_store_mb: 2048\n"
             "brine.active_window_s: 60\n"
             "brine.send_timeout_ms: 500\n"
             "some_other_salt_key: {x: 1}\n");
@@ -645,6 +648,10 @@ TEST_CASE("config: every key is read and typed", "[config]") {
   CHECK(c.brine.max_frame_bytes == 1048576);
   CHECK(c.brine.max_queue_mb == 16);
   CHECK(c.brine.keep_events_seconds == 0);
+  CHECK(c.brine.keep_jobs_by_fun ==
+        MasterConfig::GlobSeconds{{"saltutil.find_job", 3600}, {"state.*", 7776000}, {"test.*", 0}});
+  CHECK(c.brine.keep_events_by_tag == MasterConfig::GlobSeconds{{"salt/auth", 60}});
+  CHECK(c.brine.max_store_mb == 2048);
   CHECK(c.brine.active_window_s == 60);
   CHECK(c.brine.send_timeout_ms == 500);
   REQUIRE(c.raw.is_map());
@@ -896,6 +903,11 @@ TEST_CASE("config: bad values name the file, the key and what was expected", "[c
        "error, critical or quiet), got 'verbose'"},
       {"brine.keep_events_seconds: -1",
        "brine.keep_events_seconds: expected a non-negative integer, got -1"},
+      {"brine.keep_jobs_by_fun: [state.*]",
+       "brine.keep_jobs_by_fun: expected a map of globs to seconds (non-negative integers), got a list"},
+      {"brine.keep_events_by_tag: {salt/auth: an hour}",
+       "brine.keep_events_by_tag: salt/auth: expected seconds (a non-negative integer), got 'an hour'"},
+      {"brine.max_store_mb: -5", "brine.max_store_mb: expected a non-negative integer, got -5"},
       {"brine: 5", "brine: expected a mapping of brine settings, got 5"},
       {"job_cache: 'yes'", "job_cache: expected true or false, got 'yes'"},
       {"unique_jid: 1", "unique_jid: expected true or false, got 1"},

@@ -1,17 +1,20 @@
 // brine-master end to end: the real binary on a temp config folder, real
 // ZeroMQ sockets, a real store file.
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <regex>
 #include <sstream>
 #include <thread>
 #include <zmq.hpp>
@@ -647,16 +650,10 @@ TEST_CASE(
 // --- the bus and its files ---------------------------------------------------------
 
 TEST_CASE("master: with ipc_mode tcp the bus is on 127.0.0.1 and events arrive", "[master][e2e]") {
-  const int pull = brine::test::FreeTcpPort();
-  int pub = brine::test::FreeTcpPort();
-  while (pub == pull) pub = brine::test::FreeTcpPort();
-  int cache = brine::test::FreeTcpPort();
-  while (cache == pull || cache == pub) cache = brine::test::FreeTcpPort();
-  MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
-                  "\nbrine.tcp_pub_port: " + std::to_string(pub) +
-                  "\nbrine.tcp_cache_port: " + std::to_string(cache));
-  m.set_tcp_ports(pull, pub);
-  REQUIRE(m.pull_endpoint() == "tcp://127.0.0.1:" + std::to_string(pull));
+  const brine::test::TcpBusPorts ports = brine::test::FreeTcpBusPorts();
+  MasterProcess m(ports.Config());
+  m.set_tcp_ports(ports.pull, ports.pub);
+  REQUIRE(m.pull_endpoint() == "tcp://127.0.0.1:" + std::to_string(ports.pull));
   m.Start();
   REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pull.ipc"));
   PushFrames(m.pull_endpoint(), {NewFrame("over/tcp", Value::Map({{"n", 1}}))});
@@ -673,6 +670,7 @@ TEST_CASE("master: socket files are 0600, brine.sock_dir 0700 and the store 0600
   CHECK(ModeOf(m.sock_dir()) == 0700);
   CHECK(ModeOf(m.sock_dir() / "master_event_pull.ipc") == 0600);
   CHECK(ModeOf(m.sock_dir() / "master_event_pub.ipc") == 0600);
+  CHECK(ModeOf(m.sock_dir() / "brine_cache.ipc") == 0600);
   CHECK(ModeOf(m.database()) == 0600);
   for (const char* sidecar : {"-wal", "-shm"}) {
     const std::filesystem::path p = m.database().string() + sidecar;
@@ -955,10 +953,18 @@ TEST_CASE("master: retention deletes what is old and nothing else", "[master][e2
   // The events of the deleted job keep their payload.
   REQUIRE(Sql(m.database(), "SELECT data FROM salt_events WHERE tag = 'salt/job/" + pushed_old +
                                 "/ret/m2'") == ToJson(old_ret) + "\n");
-  // Each run is one line at info with its counts; the first took half, not more.
+  // Each run that removes something is one line at info with its counts; the
+  // first took half, not more. The first pass may run before or after the
+  // pushed old job is committed, so the lines are summed.
   const std::string log = brine::test::ReadFile(m.log_file());
-  CHECK(log.find("[INFO] retention removed 1 jobs, 1 returns, 1 events, 1 quarantined frames\n") != std::string::npos);
-  CHECK(log.find("[INFO] retention removed 1 jobs, 1 returns, 0 events, 0 quarantined frames\n") != std::string::npos);
+  const std::regex line(R"(\[INFO\] retention removed (\d+) jobs, (\d+) returns, (\d+) events, (\d+) quarantined frames\n)");
+  std::array<long, 4> removed{};
+  int lines = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it, ++lines) {
+    for (std::size_t i = 0; i < removed.size(); ++i) removed[i] += std::stol((*it)[i + 1].str());
+  }
+  CHECK(lines >= 1);
+  CHECK(removed == std::array<long, 4>{2, 2, 1, 1});
   CHECK(log.find("more than half") == std::string::npos);
 }
 
@@ -981,6 +987,79 @@ TEST_CASE("master: a first retention run that deletes more than half the store i
   CHECK(brine::test::ReadFile(m.log_file()).find("[WARNING] retention removed 2 jobs, 0 returns, 0 events, 0 "
                                                  "quarantined frames: more than half of the 3 jobs and 0 events the "
                                                  "store held at start") != std::string::npos);
+}
+
+TEST_CASE("master: retention by class keeps each function's jobs and each tag's events for their own time",
+          "[master][e2e]") {
+  MasterProcess m(
+      "keep_jobs_seconds: 86400\n"
+      "brine.keep_jobs_by_fun: {saltutil.find_job: 3600, 'state.*': 7776000}\n"
+      "brine.keep_events_by_tag: {'salt/auth': 60, 'salt/job/*': 0}");
+  const auto now = Now();
+  const auto hours_ago = [&](int h) { return now - std::chrono::hours(h); };
+  {
+    std::filesystem::create_directories(m.database().parent_path());
+    brine::FakeClock then(hours_ago(48));
+    brine::store::OpenOptions opts;
+    opts.master_id = "test_master";
+    opts.clock = &then;
+    auto store = brine::store::OpenStore(m.database(), opts);
+    // Two hours old: find_job goes (an hour), test.ping stays (a day).
+    // Two days old: state.apply stays (90 days), test.ping goes.
+    for (const auto& [h, fun] : std::vector<std::pair<int, std::string>>{
+             {2, "saltutil.find_job"}, {2, "test.ping"}, {48, "state.apply"}, {48, "test.ping"}}) {
+      const std::string jid = JidAt(hours_ago(h) + std::chrono::microseconds(fun.size()));
+      store->SaveLoad(jid, PublishLoad(jid, fun, {}, StampAt(hours_ago(h))), std::vector<std::string>{"m1"});
+    }
+    // Two days old: auth goes, job events stay (0: forever), others go.
+    for (const std::string tag : {"salt/auth", "salt/job/20240101000000000000/prog/m1/0", "minion_start"}) {
+      brine::store::Event e{.tag = tag, .data = Value::Map({{"n", 1}}), .received = hours_ago(48)};
+      store->EventReturn(std::span<const brine::store::Event>(&e, 1));
+    }
+  }
+  m.Start();
+  REQUIRE(WaitUntil([&] { return brine::test::ReadFile(m.log_file()).find("retention removed") != std::string::npos; }));
+  REQUIRE(m.Stop() == 0);
+  CHECK(Sql(m.database(), "SELECT json_extract(load, '$.fun') FROM job ORDER BY jid") == "state.apply\ntest.ping\n");
+  CHECK(Sql(m.database(), "SELECT tag FROM salt_events") == "salt/job/20240101000000000000/prog/m1/0\n");
+  const std::string log = brine::test::ReadFile(m.log_file());
+  INFO(log);
+  // The third job is the prog event's jid, seen with no load: the default day.
+  CHECK(log.find("retention removed 3 jobs, 0 returns, 2 events") != std::string::npos);
+}
+
+TEST_CASE("master: over brine.max_store_mb it prunes the oldest first and logs what it pruned", "[master][e2e]") {
+  MasterProcess m("keep_jobs_seconds: 0\nbrine.max_store_mb: 1");
+  const auto now = Now();
+  const std::string payload(100000, 'x');
+  std::vector<std::string> jids;
+  {
+    std::filesystem::create_directories(m.database().parent_path());
+    brine::FakeClock then(now);
+    brine::store::OpenOptions opts;
+    opts.master_id = "test_master";
+    opts.clock = &then;
+    auto store = brine::store::OpenStore(m.database(), opts);
+    // 3 MB in 30 jobs, an hour apart, oldest first.
+    for (int h = 30; h > 0; --h) {
+      const std::string jid = JidAt(now - std::chrono::hours(h));
+      jids.push_back(jid);
+      then.Set(now - std::chrono::hours(h));
+      store->SaveLoad(jid, PublishLoad(jid, "test.ping", {}, StampAt(now)), std::vector<std::string>{"m1"});
+      (void)store->Returner(ReturnLoad(jid, "m1", "test.ping", payload, StampAt(now)));
+    }
+  }
+  m.Start();
+  REQUIRE(WaitUntil([&] { return brine::test::ReadFile(m.log_file()).find("brine.max_store_mb") != std::string::npos; }));
+  REQUIRE(m.Stop() == 0);
+  // About 20 of the 30 went, the oldest: what is left is the newest, in one run.
+  const std::int64_t left = std::stoll(Sql(m.database(), "SELECT count(*) FROM job"));
+  CHECK(left >= 5);
+  CHECK(left <= 10);
+  CHECK(Sql(m.database(), "SELECT min(jid) FROM job") == jids[jids.size() - static_cast<std::size_t>(left)] + "\n");
+  const std::string log = brine::test::ReadFile(m.log_file());
+  CHECK(log.find("over the cap of 1.0 MiB; pruned the oldest " + std::to_string(30 - left) + " jobs, " +
+                 std::to_string(30 - left) + " returns, 0 events") != std::string::npos);
 }
 
 TEST_CASE("master: a bad config value stops it at start with exit 2 naming the file and the key",
@@ -1272,25 +1351,99 @@ std::string AckHeader(std::uint64_t id, std::int64_t sent_us) {
 
 std::int64_t NowUs() { return brine::ToUnixMicros(brine::SystemClock().Now()); }
 
-// One request as the plug-in sends it; the reply, or status -1 after 10 s.
-AckReply AckRequestReply(zmq::socket_t& dealer, const std::string& header, const std::vector<std::string>& frames) {
-  dealer.send(zmq::buffer(header), frames.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
-  for (std::size_t i = 0; i < frames.size(); ++i) {
-    dealer.send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+// A connection to brine-master's acknowledged socket, speaking its grammar
+// (cache_socket.h) as the Salt plug-in does.
+class AckClient {
+ public:
+  explicit AckClient(const std::filesystem::path& socket_path) : fd_(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string p = socket_path.string();
+    REQUIRE(p.size() < sizeof addr.sun_path);
+    std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+    REQUIRE(::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    SetTimeout();
   }
-  AckReply r;
-  zmq::pollitem_t items[] = {{dealer.handle(), 0, ZMQ_POLLIN, 0}};
-  if (zmq::poll(items, 1, std::chrono::seconds(10)) == 0) return r;
-  zmq::message_t msg;
-  (void)dealer.recv(msg);
-  const std::string head = msg.to_string();
-  REQUIRE(head.size() >= 13);
-  REQUIRE(head.substr(0, 4) == "BRA1");
-  for (int i = 0; i < 8; ++i) r.id = (r.id << 8) | static_cast<unsigned char>(head[4 + i]);
-  r.status = static_cast<unsigned char>(head[12]);
-  r.reason = head.substr(13);
-  return r;
-}
+  // To 127.0.0.1:port (ipc_mode: tcp).
+  explicit AckClient(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0);
+    SetTimeout();
+  }
+  ~AckClient() { ::close(fd_); }
+  AckClient(const AckClient&) = delete;
+  AckClient& operator=(const AckClient&) = delete;
+
+  // Sends one request: `body` as is, after its length.
+  void SendBody(const std::string& body) { SendRaw(U32(body.size()) + body); }
+  void SendRaw(const std::string& bytes) { REQUIRE(TrySendRaw(bytes)); }
+  bool TrySendRaw(const std::string& bytes) {
+    std::size_t sent = 0;
+    while (sent < bytes.size()) {
+      const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      sent += static_cast<std::size_t>(n);
+    }
+    return true;
+  }
+  static std::string Message(const std::string& header, const std::vector<std::string>& frames) {
+    std::string body = header;
+    for (const std::string& f : frames) body += U32(f.size()) + f;
+    return U32(body.size()) + body;
+  }
+  void Send(const std::string& header, const std::vector<std::string>& frames) {
+    std::string body = header;
+    for (const std::string& f : frames) body += U32(f.size()) + f;
+    SendBody(body);
+  }
+  // The next reply, or status -1 when none came within 10 s or the connection closed.
+  AckReply Receive() {
+    AckReply r;
+    std::string length;
+    if (!ReadExact(4, length)) return r;
+    std::size_t n = 0;
+    for (const char c : length) n = (n << 8) | static_cast<unsigned char>(c);
+    std::string head;
+    if (!ReadExact(n, head)) return r;
+    REQUIRE(head.size() >= 13);
+    REQUIRE(head.substr(0, 4) == "BRA1");
+    for (int i = 0; i < 8; ++i) r.id = (r.id << 8) | static_cast<unsigned char>(head[4 + i]);
+    r.status = static_cast<unsigned char>(head[12]);
+    r.reason = head.substr(13);
+    return r;
+  }
+  AckReply RequestReply(const std::string& header, const std::vector<std::string>& frames) {
+    Send(header, frames);
+    return Receive();
+  }
+
+ private:
+  void SetTimeout() {
+    const timeval ten_seconds{.tv_sec = 10, .tv_usec = 0};
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &ten_seconds, sizeof ten_seconds);
+  }
+  static std::string U32(std::size_t v) {
+    std::string out;
+    for (int i = 3; i >= 0; --i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+    return out;
+  }
+  bool ReadExact(std::size_t n, std::string& out) {
+    out.resize(n);
+    std::size_t got = 0;
+    while (got < n) {
+      const ssize_t k = ::recv(fd_, out.data() + got, n - got, 0);
+      if (k <= 0) return false;
+      got += static_cast<std::size_t>(k);
+    }
+    return true;
+  }
+  int fd_;
+};
 
 std::string CacheFrame(const std::string& op, const Value& data) { return NewFrame("brine/cache/" + op, data); }
 
@@ -1299,10 +1452,7 @@ std::string CacheFrame(const std::string& op, const Value& data) { return NewFra
 TEST_CASE("master: an acknowledged request is answered only once its frames are committed", "[master][e2e]") {
   MasterProcess m("brine.flush_interval_ms: 60000\n");  // group commit must not wait for it
   m.Start();
-  zmq::context_t ctx;
-  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect("ipc://" + (m.sock_dir() / "brine_cache.ipc").string());
+  AckClient client(m.sock_dir() / "brine_cache.ipc");
   const std::string jid = "20261123120000000001";
   const Value load = Value::Map({{"cmd", "publish"}, {"jid", jid}, {"fun", "test.ping"}, {"tgt", "*"},
                                  {"arg", Value::EmptyList()}, {"tgt_type", "glob"}, {"user", "root"}});
@@ -1314,7 +1464,7 @@ TEST_CASE("master: an acknowledged request is answered only once its frames are 
     l.Set("jid", j);
     r.Set("jid", j);
     const AckReply reply =
-        AckRequestReply(dealer, AckHeader(id, NowUs()),
+        client.RequestReply(AckHeader(id, NowUs()),
                         {CacheFrame("save_load", Value::Map({{"jid", j}, {"load", l}, {"minions", Value::List({"web1"})}})),
                          CacheFrame("return", r), NewFrame("salt/job/" + j + "/ret/web1", r)});
     REQUIRE(reply.status == 0);
@@ -1334,24 +1484,118 @@ TEST_CASE("master: a stale or malformed acknowledged request is answered not tak
           "[master][e2e]") {
   MasterProcess m("brine.send_timeout_ms: 1000\n");
   m.Start();
-  zmq::context_t ctx;
-  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
-  dealer.set(zmq::sockopt::linger, 0);
-  dealer.connect("ipc://" + (m.sock_dir() / "brine_cache.ipc").string());
+  AckClient client(m.sock_dir() / "brine_cache.ipc");
   const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000009"},
                                 {"fun", "test.ping"}, {"return", true}});
   // Sent 600 ms ago: past half of the 1,000 ms timeout, so its caller is about to spool it.
-  AckReply stale = AckRequestReply(dealer, AckHeader(7, NowUs() - 600000), {CacheFrame("return", ret)});
+  AckReply stale = client.RequestReply(AckHeader(7, NowUs() - 600000), {CacheFrame("return", ret)});
   REQUIRE(stale.status == 1);
   REQUIRE(stale.id == 7);
   REQUIRE(stale.reason.find("brine.send_timeout_ms") != std::string::npos);
-  AckReply bad = AckRequestReply(dealer, AckHeader(8, NowUs()).substr(0, 12), {CacheFrame("return", ret)});
-  REQUIRE(bad.status == 1);
-  REQUIRE(bad.id == 8);
-  AckReply ping = AckRequestReply(dealer, AckHeader(9, NowUs()), {});
+  // A header cut short, and a frame whose length runs past the request.
+  client.SendBody(AckHeader(8, NowUs()).substr(0, 12));
+  AckReply short_header = client.Receive();
+  REQUIRE(short_header.status == 1);
+  REQUIRE(short_header.id == 8);
+  const std::string frame = CacheFrame("return", ret);
+  client.SendBody(AckHeader(9, NowUs()) + std::string("\0\0\xff\xff", 4) + frame);
+  AckReply overrun = client.Receive();
+  REQUIRE(overrun.status == 1);
+  REQUIRE(overrun.id == 9);
+  REQUIRE(overrun.reason.find("frame length") != std::string::npos);
+  AckReply ping = client.RequestReply(AckHeader(10, NowUs()), {});
   REQUIRE(ping.status == 0);
+  REQUIRE(ping.id == 10);
+  // A length over the request bound closes the connection unread: no reply.
+  {
+    AckClient oversize(m.sock_dir() / "brine_cache.ipc");
+    oversize.SendRaw(std::string("\x7f\xff\xff\xff", 4) + AckHeader(12, NowUs()));  // a 2 GiB request begins
+    REQUIRE(oversize.Receive().status == -1);
+  }
+  // The first connection still works.
+  REQUIRE(client.RequestReply(AckHeader(11, NowUs()), {}).status == 0);
   REQUIRE(m.Stop() == 0);
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "0\n");
+}
+
+TEST_CASE("master: with ipc_mode tcp acknowledged writes are taken on 127.0.0.1 and no socket file is made",
+          "[master][e2e]") {
+  const brine::test::TcpBusPorts ports = brine::test::FreeTcpBusPorts();
+  MasterProcess m(ports.Config());
+  m.set_tcp_ports(ports.pull, ports.pub);
+  m.Start();
+  REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "brine_cache.ipc"));
+  AckClient client(ports.cache);
+  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000003"},
+                                {"fun", "test.ping"}, {"return", true}, {"retcode", 0}, {"success", true}});
+  const AckReply reply = client.RequestReply(AckHeader(5, NowUs()), {CacheFrame("return", ret)});
+  REQUIRE(reply.status == 0);
+  REQUIRE(reply.id == 5);
+  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '20261123120000000003'") == "web1\n");
+  REQUIRE(m.Stop() == 0);
+}
+
+TEST_CASE("master: unfinished requests past their byte budget close the connection holding the most",
+          "[master][e2e]") {
+  // Requests of up to 64 KiB + 1 MiB; unfinished ones may hold max(1 MiB, 2 x that) = 2.125 MiB.
+  MasterProcess m("brine.max_frame_bytes: 65536\nbrine.max_queue_mb: 1\n");
+  m.Start();
+  std::vector<std::unique_ptr<AckClient>> clients;
+  std::vector<std::string> messages;
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<AckClient>(m.sock_dir() / "brine_cache.ipc"));
+    messages.push_back(AckClient::Message(
+        AckHeader(i + 1, NowUs()), {NewFrame("big/event", Value::Map({{"s", std::string(1000000, 'x')}}))}));
+    // 0.9 MB of each: the third passes the budget.
+    clients.back()->SendRaw(messages.back().substr(0, 900000));
+  }
+  int answered = 0, closed = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const bool sent = clients[i]->TrySendRaw(messages[i].substr(900000));
+    const AckReply r = clients[i]->Receive();
+    if (r.status == 0) {
+      REQUIRE(sent);
+      REQUIRE(r.id == i + 1);
+      ++answered;
+    } else {
+      REQUIRE(r.status == -1);
+      ++closed;
+    }
+  }
+  REQUIRE(closed == 1);
+  REQUIRE(answered == 2);
+  // Each whole one is filed (its frame over max_frame_bytes as a bounded quarantine row).
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM quarantine") == "2\n");
+}
+
+TEST_CASE("master: replies go back on the connection that asked, and a caller that leaves early harms no one",
+          "[master][e2e]") {
+  MasterProcess m("brine.flush_interval_ms: 60000\n");
+  m.Start();
+  auto ret = [](const std::string& jid, const std::string& minion) {
+    return CacheFrame("return", Value::Map({{"cmd", "_return"}, {"id", minion}, {"jid", jid}, {"fun", "test.ping"},
+                                            {"return", true}, {"retcode", 0}, {"success", true}}));
+  };
+  {
+    // Sends and leaves without reading: its return is still filed.
+    AckClient gone(m.sock_dir() / "brine_cache.ipc");
+    gone.Send(AckHeader(1, NowUs()), {ret("20261123120000000001", "gone")});
+  }
+  AckClient a(m.sock_dir() / "brine_cache.ipc");
+  AckClient b(m.sock_dir() / "brine_cache.ipc");
+  // Two requests in a row on each connection, before reading any answer.
+  a.Send(AckHeader(100, NowUs()), {ret("20261123120000000002", "a1")});
+  b.Send(AckHeader(200, NowUs()), {ret("20261123120000000002", "b1")});
+  a.Send(AckHeader(101, NowUs()), {ret("20261123120000000002", "a2")});
+  b.Send(AckHeader(201, NowUs()), {ret("20261123120000000002", "b2")});
+  std::vector<std::uint64_t> on_a{a.Receive().id, a.Receive().id};
+  std::vector<std::uint64_t> on_b{b.Receive().id, b.Receive().id};
+  REQUIRE(on_a == std::vector<std::uint64_t>{100, 101});
+  REQUIRE(on_b == std::vector<std::uint64_t>{200, 201});
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns WHERE jid = '20261123120000000002'") == "4\n");
+  REQUIRE(m.Stop() == 0);
+  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '20261123120000000001'") == "gone\n");
 }
 
 TEST_CASE("master: acknowledged requests are popped ahead of bus frames, and the lane refuses past its budget",

@@ -169,6 +169,30 @@ TEST_CASE("query plans: every forensic question searches indexes, never scans re
   }
 }
 
+// 0006: SQLite flattens salt_events into the query only when its two branches'
+// columns have the same affinities; as a co-routine it built every row's data
+// (the return's JSON) even for `SELECT id, tag`. And a job's failures are read
+// from the failed-only index keyed by job, not from the returns' rows.
+TEST_CASE("query plans: salt_events is flattened and a job's failures come from ret_failed_job alone", "[store][plan]") {
+  brine::test::TempDir dir;
+  const auto path = dir / "brine.sqlite";
+  std::string state_jid;
+  {
+    auto s = brine::store::OpenStore(path);
+    BuildFleet(*s, state_jid);
+    s->RefreshStatistics();
+  }
+  SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
+  const std::string events = Plan(db, "SELECT id, tag FROM salt_events WHERE id >= 0", {});
+  INFO(events);
+  CHECK(events.find("CO-ROUTINE") == std::string::npos);
+  const std::string failures = Plan(
+      db, "SELECT jid, id, retcode FROM salt_returns WHERE jid = :jid AND (retcode <> 0 OR success = 0)",
+      {{":jid", state_jid}});
+  INFO(failures);
+  CHECK(failures.find("COVERING INDEX ret_failed_job (job_id=?)") != std::string::npos);
+}
+
 TEST_CASE("query plans: refreshing statistics records the new indexes in sqlite_stat1", "[store][plan]") {
   brine::test::TempDir dir;
   const auto path = dir / "brine.sqlite";

@@ -641,15 +641,9 @@ TEST_CASE("queue: process_queue fires salt/queue/<queue>/process to a live maste
 }
 
 TEST_CASE("queue: process_queue reaches a master on tcp with ipc_mode tcp", "[queue][e2e]") {
-  const int pull = brine::test::FreeTcpPort();
-  int pub = brine::test::FreeTcpPort();
-  while (pub == pull) pub = brine::test::FreeTcpPort();
-  int cache = brine::test::FreeTcpPort();
-  while (cache == pull || cache == pub) cache = brine::test::FreeTcpPort();
-  MasterProcess m("ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) +
-                  "\nbrine.tcp_pub_port: " + std::to_string(pub) +
-                  "\nbrine.tcp_cache_port: " + std::to_string(cache));
-  m.set_tcp_ports(pull, pub);
+  const brine::test::TcpBusPorts ports = brine::test::FreeTcpBusPorts();
+  MasterProcess m(ports.Config());
+  m.set_tcp_ports(ports.pull, ports.pub);
   m.Start();
   REQUIRE(JsonRun(m.conf_dir(), {"queue.insert", "tcpq", "over-tcp"}) == true);
   REQUIRE(WithoutStamp(JsonRun(m.conf_dir(), {"queue.process_queue", "tcpq"})) ==

@@ -30,13 +30,14 @@ constexpr int kMaxIncludeDepth = 32;
 constexpr std::string_view kDefaultInclude = "master.d/*.conf";
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-constexpr std::array<std::string_view, 19> kBrineKeys = {
+constexpr std::array<std::string_view, 22> kBrineKeys = {
     "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
     "max_frame_bytes",  "max_queue_mb",      "keep_events_seconds",
     "active_window_s",  "send_timeout_ms",   "tcp_cache_port",
-    "metrics_file",     "lag_warning_s",
+    "metrics_file",     "lag_warning_s",     "keep_jobs_by_fun",
+    "keep_events_by_tag", "max_store_mb",
     // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
     "queue_timeout_s"};
 
@@ -401,6 +402,24 @@ class Typer {
     return lower;
   }
 
+  // A map of globs to seconds (non-negative integers), in the file's order;
+  // null is empty.
+  static std::optional<MasterConfig::GlobSeconds> GlobSeconds(const Found& f) {
+    if (f.value == nullptr) return std::nullopt;
+    MasterConfig::GlobSeconds out;
+    if (f.value->is_null()) return out;
+    constexpr std::string_view kWhat = "a map of globs to seconds (non-negative integers)";
+    if (!f.value->is_map()) Fail(f, kWhat);
+    for (const auto& [glob, seconds] : f.value->as_map()) {
+      if (glob.empty()) Fail(f, kWhat);
+      if (!seconds.is_int() || seconds.kind() == Value::Kind::kUint || seconds.as_int() < 0) {
+        Fail({&seconds, f.file, f.key + ": " + glob}, "seconds (a non-negative integer)");
+      }
+      out.emplace_back(glob, seconds.as_int());
+    }
+    return out;
+  }
+
   // A list of strings; a single string is a one-element list; "" and null are empty.
   static std::optional<std::vector<std::string>> StringList(const Found& f) {
     if (f.value == nullptr) return std::nullopt;
@@ -622,6 +641,9 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   b.metrics_file = metrics_file ? fs::path(internal::PrependRootDir(root_dir, *metrics_file))
                                 : fs::path(PyJoin(c.cachedir.string(), "brine-master.prom"));
   b.lag_warning_s = Typer::Positive(t.Brine("lag_warning_s")).value_or(b.lag_warning_s);
+  b.keep_jobs_by_fun = Typer::GlobSeconds(t.Brine("keep_jobs_by_fun")).value_or(MasterConfig::GlobSeconds{});
+  b.keep_events_by_tag = Typer::GlobSeconds(t.Brine("keep_events_by_tag")).value_or(MasterConfig::GlobSeconds{});
+  b.max_store_mb = Typer::NonNegative(t.Brine("max_store_mb"), kInt64Max >> 20).value_or(0);
 
   t.WarnUnknownBrineKeys(c.warnings);
   return c;

@@ -15,7 +15,9 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
+#include <system_error>
 #include <thread>
+#include <vector>
 #include <zmq.hpp>
 
 #include "brine/config/master_config.h"
@@ -244,21 +246,23 @@ class Reader {
   // Returns the bus frames read.
   enum class Bus { kRead, kLeave };
   std::size_t Turn(std::chrono::milliseconds timeout, Bus bus_mode = Bus::kRead) {
-    zmq::pollitem_t items[] = {{cache_.socket().handle(), 0, ZMQ_POLLIN, 0},
-                               {nullptr, acks_.fd(), ZMQ_POLLIN, 0},
-                               {pull_.handle(), 0, ZMQ_POLLIN, 0}};
+    items_.clear();
+    items_.push_back({nullptr, acks_.fd(), ZMQ_POLLIN, 0});
     // With the bus lane full the pull socket is left alone (its frames wait in
     // ZeroMQ) and the loop looks again soon.
     const bool bus = bus_mode == Bus::kRead && queue_.HasRoom();
+    if (bus) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
+    const std::size_t first_cache = items_.size();
+    cache_.AppendPollItems(items_);
     try {
-      zmq::poll(items, bus ? 3 : 2, bus ? timeout : std::min(timeout, std::chrono::milliseconds(5)));
+      zmq::poll(items_.data(), items_.size(), bus ? timeout : std::min(timeout, std::chrono::milliseconds(5)));
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) throw;
       return 0;
     }
-    if (items[0].revents & ZMQ_POLLIN) cache_.ReadRequests();
-    if (items[1].revents & ZMQ_POLLIN) cache_.SendReplies();
-    if (bus && (items[2].revents & ZMQ_POLLIN)) return Drain(pull_, pub_, queue_, clock_);
+    if (items_[0].revents & ZMQ_POLLIN) cache_.SendReplies();
+    cache_.Serve(items_.data() + first_cache, items_.size() - first_cache);
+    if (bus && (items_[1].revents & ZMQ_POLLIN)) return Drain(pull_, pub_, queue_, clock_);
     return 0;
   }
 
@@ -269,6 +273,7 @@ class Reader {
   AckMailbox& acks_;
   FrameQueue& queue_;
   const Clock& clock_;
+  std::vector<zmq::pollitem_t> items_;  // kept between turns: no allocation per turn
 };
 
 int Run(const Args& args, std::ostream& err) {
@@ -322,6 +327,9 @@ int Run(const Args& args, std::ostream& err) {
   wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
   wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
   wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
+  wopts.keep_jobs_by_fun = cfg.brine.keep_jobs_by_fun;
+  wopts.keep_events_by_tag = cfg.brine.keep_events_by_tag;
+  wopts.max_store_bytes = cfg.brine.max_store_mb * 1048576;
   wopts.spool_dir = cfg.cachedir / "brine-spool";
   AckMailbox acks;
   LiveStatus status;
@@ -354,17 +362,28 @@ int Run(const Args& args, std::ostream& err) {
   pull.set(zmq::sockopt::linger, 0);
   pub.set(zmq::sockopt::linger, 0);
   std::optional<CacheSocket> cache;
+  // Unfinished requests may hold the queue's budget, or two whole requests of
+  // the largest size, whichever is more: one big write always gets through.
+  const std::size_t max_request_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes) + (1u << 20);
+  const std::size_t max_partial_bytes =
+      std::max(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, 2 * max_request_bytes);
   try {
     const mode_t old = ::umask(0177);  // socket files 0600 from the start
     pull.bind(endpoints.pull);
     pub.bind(endpoints.pub);
-    cache.emplace(ctx, CacheSocketOptions{.endpoint = endpoints.cache,
-                                          .send_timeout = std::chrono::milliseconds(cfg.brine.send_timeout_ms)},
+    cache.emplace(CacheSocketOptions{.endpoint = endpoints.cache,
+                                     .send_timeout = std::chrono::milliseconds(cfg.brine.send_timeout_ms),
+                                     .max_request_bytes = max_request_bytes,
+                                     .max_partial_bytes = max_partial_bytes},
                   queue, acks, pub, clock, [&writer] { return writer.Failing(); });
     ::umask(old);
   } catch (const zmq::error_t& e) {
     err << "brine-master: cannot bind the event bus (" << endpoints.pull << ", " << endpoints.pub << ", "
         << endpoints.cache << "): " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::system_error& e) {
+    err << "brine-master: cannot listen for acknowledged job-cache writes at " << endpoints.cache << ": "
+        << e.what() << "\n";
     return kExitUsage;
   }
   Reader reader(pull, pub, *cache, acks, queue, clock);

@@ -1,5 +1,6 @@
 #include "brine/master/writer.h"
 
+#include <cstdio>
 #include <thread>
 
 #include "brine/master/spool.h"
@@ -49,11 +50,27 @@ void LogRetentionRun(Logger& log, const store::CleanResult& run, const store::St
   if (before_first != nullptr && (run.jobs * 2 > before_first->jobs || run.events * 2 > before_first->events)) {
     log.Log(LogLevel::kWarning, line + ": more than half of the " + std::to_string(before_first->jobs) + " jobs and " +
                                     std::to_string(before_first->events) +
-                                    " events the store held at start (check keep_jobs_seconds and "
-                                    "brine.keep_events_seconds)");
+                                    " events the store held at start (check keep_jobs_seconds, "
+                                    "brine.keep_events_seconds, brine.keep_jobs_by_fun and "
+                                    "brine.keep_events_by_tag)");
     return;
   }
   log.Log(LogLevel::kInfo, line);
+}
+
+// Adds one step's counts to its pass's.
+void AddCounts(store::CleanResult& pass, const store::CleanResult& step) {
+  pass.jobs += step.jobs;
+  pass.returns += step.returns;
+  pass.events += step.events;
+  pass.quarantined += step.quarantined;
+  pass.bytes += step.bytes;
+}
+
+std::string Mib(std::int64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", static_cast<double>(bytes) / 1048576.0);
+  return text;
 }
 
 bool IsStorageFailure(const std::exception& e) {
@@ -337,29 +354,70 @@ void Writer::MaintenanceStep() {
         IngestSpool();
         return;
       case Phase::kClean: {
-        std::optional<Micros> jobs_before, events_before;
-        if (options_.keep_jobs_seconds > 0) jobs_before = now - std::chrono::seconds(options_.keep_jobs_seconds);
-        if (options_.keep_events_seconds > 0) events_before = now - std::chrono::seconds(options_.keep_events_seconds);
-        if (!jobs_before && !events_before) {
-          phase_ = Phase::kVacuum;
+        store::Retention retention;
+        auto cut = [&](std::int64_t seconds) -> std::optional<Micros> {
+          if (seconds <= 0) return std::nullopt;
+          return now - std::chrono::seconds(seconds);
+        };
+        retention.jobs_before = cut(options_.keep_jobs_seconds);
+        retention.events_before = cut(options_.keep_events_seconds);
+        bool any_cut = retention.jobs_before || retention.events_before;
+        for (const auto& [glob, seconds] : options_.keep_jobs_by_fun) {
+          retention.jobs_by_fun.push_back({.glob = glob, .before = cut(seconds)});
+          any_cut = any_cut || seconds > 0;
+        }
+        for (const auto& [glob, seconds] : options_.keep_events_by_tag) {
+          retention.events_by_tag.push_back({.glob = glob, .before = cut(seconds)});
+          any_cut = any_cut || seconds > 0;
+        }
+        if (!any_cut) {
+          phase_ = Phase::kPrune;
           return;
         }
         // The first pass since start that deletes anything is judged against
         // the store's size before it (a keep_jobs typo deletes history).
-        const auto r = store_->CleanOldJobs(jobs_before, events_before, kMaintenanceRows);
+        const auto r = store_->ApplyRetention(retention, kMaintenanceRows);
         if (!retention_ran_ && retention_run_.jobs + retention_run_.events == 0 && r.jobs + r.events > 0) {
           before_first_run_ = store_->CountRows();
           before_first_run_.jobs += r.jobs;
           before_first_run_.events += r.events;
         }
-        retention_run_.jobs += r.jobs;
-        retention_run_.returns += r.returns;
-        retention_run_.events += r.events;
-        retention_run_.quarantined += r.quarantined;
+        AddCounts(retention_run_, r);
         if (!r.more) {
           LogRetentionRun(log_, retention_run_, retention_ran_ ? nullptr : &before_first_run_);
           retention_run_ = {};
           retention_ran_ = true;
+          phase_ = Phase::kPrune;
+        }
+        return;
+      }
+      case Phase::kPrune: {
+        // The size cap, after retention: the target is fixed when the pass
+        // starts (what the store held over the cap), so a measure that lags
+        // the deletes (PostgreSQL's statistics) never prunes twice for it.
+        if (options_.max_store_bytes <= 0) {
+          phase_ = Phase::kVacuum;
+          return;
+        }
+        if (!prune_target_) {
+          prune_used_ = store_->UsedBytes();
+          if (prune_used_ <= options_.max_store_bytes) {
+            phase_ = Phase::kVacuum;
+            return;
+          }
+          prune_target_ = prune_used_ - options_.max_store_bytes;
+          prune_run_ = {};
+        }
+        const auto r = store_->PruneOldest(*prune_target_ - prune_run_.bytes, kMaintenanceRows);
+        AddCounts(prune_run_, r);
+        if (!r.more) {
+          log_.Log(LogLevel::kInfo, "brine.max_store_mb: the store held " + Mib(prune_used_) + " MiB, over the cap of " +
+                                        Mib(options_.max_store_bytes) + " MiB; pruned the oldest " +
+                                        std::to_string(prune_run_.jobs) + " jobs, " + std::to_string(prune_run_.returns) +
+                                        " returns, " + std::to_string(prune_run_.events) + " events, " +
+                                        std::to_string(prune_run_.quarantined) + " quarantined frames (" +
+                                        Mib(prune_run_.bytes) + " MiB of payload)");
+          prune_target_.reset();
           phase_ = Phase::kVacuum;
         }
         return;

@@ -9,6 +9,7 @@
 
 #include "brine/core/jid.h"
 #include "functions.h"
+#include "export.h"
 #include "import_local_cache.h"
 #include "master_status.h"
 #include "proc_file.h"
@@ -282,6 +283,39 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out) {
         const auto dir = a[0].is_null() ? ctx.config().cachedir / "jobs" : std::filesystem::path(StringArg(a[0], "jobs_dir"));
         return ImportLocalCache(ctx, dir);
       },
+  });
+  out.push_back({
+      "brine.export",
+      {{"file", std::nullopt}, {"since", Value()}, {"until", Value()}},
+      "Write the store's jobs (load, metadata, minions, nocache, endtime), their returns and the\n"
+      "archived events to FILE as JSON Lines (docs/day-two.md has the format), for brine.import_export\n"
+      "into another store, SQLite or PostgreSQL. since/until (UTC; the forms jobs.list_jobs reads)\n"
+      "select jobs by jid time and events by arrival time, since inclusive, until exclusive.\n"
+      "Quarantined frames, counters and queues are not exported.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run brine.export /tmp/brine.jsonl\n"
+      "    brine-run brine.export --since 2026-11-01 --until 2026-11-02 /tmp/nov1.jsonl",
+      [](Context& ctx, const std::vector<Value>& a) {
+        std::optional<Micros> since, until;
+        if (!a[1].is_null()) since = TimeArg(a[1], "since");
+        if (!a[2].is_null()) until = TimeArg(a[2], "until");
+        return Export(ctx, StringArg(a[0], "file"), since, until);
+      },
+  });
+  out.push_back({
+      "brine.import_export",
+      {{"file", std::nullopt}},
+      "Read a file brine.export wrote into this store (created when missing), through the returner\n"
+      "calls brine-master makes: jobs, returns (first return wins) and events keep their times.\n"
+      "Idempotent: what is there already is counted under *_present, not added again. Commits every\n"
+      "1,000 records, so brine-master can ingest meanwhile.\n"
+      "\n"
+      "CLI Example:\n"
+      "\n"
+      "    brine-run brine.import_export /tmp/brine.jsonl",
+      [](Context& ctx, const std::vector<Value>& a) { return ImportExport(ctx, StringArg(a[0], "file")); },
   });
   out.push_back({
       "brine.health",

@@ -115,6 +115,18 @@ void CheckTimeout(const std::string& name, const std::string& text) {
   throw OptionError("option " + name + ": invalid integer value: '" + text + "'");
 }
 
+// True when `option` is --<name> for a parameter <name> of the brine.*
+// function `function`.
+bool IsBrineKeywordOption(const std::string& function, const std::string& option) {
+  if (function.rfind("brine.", 0) != 0 || option.rfind("--", 0) != 0) return false;
+  const FunctionSpec* f = FindFunction(function);
+  if (f == nullptr) return false;
+  for (const Param& p : f->params) {
+    if ("--" + p.name == option) return true;
+  }
+  return false;
+}
+
 Options ParseOptions(int argc, char** argv) {
   Options o;
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -169,6 +181,10 @@ Options ParseOptions(int argc, char** argv) {
     } else if (a.size() > 1 && a[0] == '-' && !(a[1] >= '0' && a[1] <= '9') && a[1] != '.' && o.words.empty()) {
       // An option before the function; after it, a word starting with '-' is an argument.
       throw OptionError("no such option: " + a);
+    } else if (!o.words.empty() && IsBrineKeywordOption(o.words[0], name)) {
+      // brine's own functions (not Salt's) take their keyword arguments as
+      // options too: `brine.export --since X FILE` is `since=X`.
+      o.words.push_back(name.substr(2) + "=" + arg(name));
     } else if (a.rfind("--", 0) == 0 && a.size() > 2) {
       throw OptionError("no such option: " + a);
     } else {

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "brine/core/json.h"
+#include "times.h"
 
 namespace brine::runner {
 
@@ -45,6 +46,27 @@ store::Queues& Context::Queues() {
     }
   }
   return *queues_;
+}
+
+std::unique_ptr<store::Store> OpenWritableStore(const config::MasterConfig& config, store::OpenOptions options) {
+  options.access = store::OpenOptions::Access::kReadWrite;
+  options.sync = config.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
+                                                                              : store::OpenOptions::Sync::kNormal;
+  try {
+    return store::OpenStore(config.brine.database, options);
+  } catch (const store::StoreError& e) {
+    throw RuntimeFailure(e.what());
+  }
+}
+
+store::Batch BeginBatchPatiently(store::Store& store) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return store.BeginBatch();
+    } catch (const store::BusyError&) {
+      if (attempt == 6) throw;
+    }
+  }
 }
 
 const std::vector<FunctionSpec>& AllFunctions() {
@@ -94,6 +116,17 @@ std::int64_t IntArg(const Value& v, const std::string& name) {
     }
   }
   throw UsageError(name + " must be an integer, got " + ToJsonForMessage(v));
+}
+
+Micros TimeArg(const Value& v, const std::string& name) {
+  const std::string text = StringArg(v, name);
+  auto t = ParseTimeArg(text);
+  if (!t) {
+    throw UsageError(name + ": cannot read '" + text +
+                     "' as a time (ISO 8601, 'YYYY-MM-DD HH:MM', 'YYYY-MM-DD', 'Nov 23 2026', '23 Nov 2026 10:00', "
+                     "'2026/11/23' or '2024, Jan 01 12:00:00.123456')");
+  }
+  return *t;
 }
 
 std::vector<std::string> GlobListArg(const Value& v, const std::string& name) {

@@ -89,6 +89,16 @@ class Context {
   std::unique_ptr<store::Queues> queues_;
 };
 
+// The store opened read-write (created when missing) with brine.sync, for a
+// function that writes beside a running brine-master: `options` with its
+// access and sync set from the config. Throws RuntimeFailure.
+[[nodiscard]] std::unique_ptr<store::Store> OpenWritableStore(const config::MasterConfig& config,
+                                                              store::OpenOptions options = {});
+// store.BeginBatch(), tried up to six times on BusyError: a busy brine-master
+// commits back to back and SQLite's busy handler polls, so one BEGIN
+// IMMEDIATE may wait out its whole busy_timeout (a minute in all).
+[[nodiscard]] store::Batch BeginBatchPatiently(store::Store& store);
+
 struct FunctionSpec {
   std::string name;            // module.function
   std::vector<Param> params;   // in Python's order
@@ -115,6 +125,9 @@ void AddEventFunctions(std::vector<FunctionSpec>& out);
 [[nodiscard]] std::string StringArg(const Value& v, const std::string& name);  // str, or an int as its digits
 [[nodiscard]] std::optional<std::string> OptionalStringArg(const Value& v, const std::string& name);
 [[nodiscard]] std::int64_t IntArg(const Value& v, const std::string& name);
+// A time given as text, read as ParseTimeArg reads it (times.h). Throws
+// UsageError naming `name` and the forms it accepts.
+[[nodiscard]] Micros TimeArg(const Value& v, const std::string& name);
 // A string split on commas (items stripped), or a list of strings.
 [[nodiscard]] std::vector<std::string> GlobListArg(const Value& v, const std::string& name);
 

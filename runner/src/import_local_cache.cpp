@@ -123,33 +123,12 @@ struct Import {
   }
 };
 
-// A busy brine-master commits back to back, and SQLite's busy handler polls,
-// so one BEGIN IMMEDIATE may wait out its whole busy_timeout; try again
-// (six times: a minute) before giving up.
-store::Batch BeginBatchPatiently(store::Store& store) {
-  for (int attempt = 1;; ++attempt) {
-    try {
-      return store.BeginBatch();
-    } catch (const store::BusyError&) {
-      if (attempt == 6) throw;
-    }
-  }
-}
-
 }  // namespace
 
 Value ImportLocalCache(Context& ctx, const std::filesystem::path& jobs_dir) {
   std::error_code ec;
   if (!fs::is_directory(jobs_dir, ec)) throw RuntimeFailure(jobs_dir.string() + ": not a folder (a local_cache jobs tree)");
-  std::unique_ptr<store::Store> store;
-  try {
-    const auto sync = ctx.config().brine.sync == config::MasterConfig::Brine::Sync::kFull
-                          ? store::OpenOptions::Sync::kFull
-                          : store::OpenOptions::Sync::kNormal;
-    store = store::OpenStore(ctx.config().brine.database, {.sync = sync});
-  } catch (const store::StoreError& e) {
-    throw RuntimeFailure(e.what());
-  }
+  std::unique_ptr<store::Store> store = OpenWritableStore(ctx.config());
   const auto started = std::chrono::steady_clock::now();
   Import imp{ctx, *store};
   // Jid folders in sorted order, so a run is the same every time.

@@ -215,19 +215,9 @@ store::JobFilter BuildFilter(Context& ctx, const Value& search_metadata, const V
   if (!search_function.is_null()) f.function_globs = GlobListArg(search_function, "search_function");
   if (!search_target.is_null()) f.target_globs = GlobListArg(search_target, "search_target");
   if (!search_metadata.is_null()) f.metadata = search_metadata;
-  auto time_arg = [](const Value& v, const char* name) {
-    const std::string text = StringArg(v, name);
-    auto t = ParseTimeArg(text);
-    if (!t) {
-      throw UsageError(std::string(name) + ": cannot read '" + text +
-                       "' as a time (ISO 8601, 'YYYY-MM-DD HH:MM', 'YYYY-MM-DD', 'Nov 23 2026', '23 Nov 2026 10:00', "
-                       "'2026/11/23' or '2024, Jan 01 12:00:00.123456')");
-    }
-    return *t;
-  };
-  if (!start_time.is_null()) f.jid_min = FormatJid(time_arg(start_time, "start_time"));
+  if (!start_time.is_null()) f.jid_min = FormatJid(TimeArg(start_time, "start_time"));
   // Inclusive: a jid of that very microsecond with a _pid suffix sorts after the bare 20 digits.
-  if (!end_time.is_null()) f.jid_max = FormatJid(time_arg(end_time, "end_time")) + "~";
+  if (!end_time.is_null()) f.jid_max = FormatJid(TimeArg(end_time, "end_time")) + "~";
   if (ctx.debugging()) {
     auto globs = [](const std::vector<std::string>& g) {
       Value l = Value::EmptyList();

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <functional>
@@ -38,6 +39,17 @@ enum class LoadKind : int {
   kPublish = 2,       // a publish load as an event announced it
   kCachePublish = 3,  // the master's own publish load, from Salt's save_load
 };
+
+// A job.load_kind value as StoredJob shows it.
+inline StoredJob::Origin OriginOf(int load_kind) {
+  switch (static_cast<LoadKind>(load_kind)) {
+    case LoadKind::kStub: return StoredJob::Origin::kStub;
+    case LoadKind::kPublish: return StoredJob::Origin::kEvent;
+    case LoadKind::kCachePublish: return StoredJob::Origin::kMaster;
+    case LoadKind::kNone: break;
+  }
+  return StoredJob::Origin::kNone;
+}
 
 // What JobCache needs to know about a job row.
 struct JobState {
@@ -128,8 +140,10 @@ class Backend {
   virtual void AppendEvents(std::span<const EventRow> events) = 0;
   virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
   virtual void SetEndtime(std::int64_t job, const std::string& endtime) = 0;
-  virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
-                                   std::int64_t max_rows) = 0;
+  // Store::ApplyRetention.
+  virtual CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) = 0;
+  // Store::PruneOldest.
+  virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
   // Replaces this master's counters (OpenOptions::master_id).
   virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
 
@@ -146,12 +160,17 @@ class Backend {
   virtual void BackupTo(const std::filesystem::path& to) = 0;
   virtual std::string IntegrityCheck() = 0;
   virtual Store::RowCounts CountRows() = 0;
+  virtual std::int64_t UsedBytes() = 0;
   virtual std::optional<Micros> OldestEvent() = 0;
   virtual Value GetCounters() = 0;
   virtual Value GetLoad(const std::string& jid) = 0;
   virtual Value GetJid(const std::string& jid) = 0;
   virtual Value GetJidFull(const std::string& jid) = 0;
   virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
+  virtual void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                                const std::function<void(StoredJob&&)>& fn) = 0;
+  virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                            const std::function<void(ArchivedEvent&&)>& fn) = 0;
   virtual Value GetFun(const std::string& fun) = 0;
   virtual std::vector<std::string> GetMinions() = 0;
   virtual std::optional<std::string> GetEndtime(const std::string& jid) = 0;
@@ -171,6 +190,24 @@ int LatestPostgresSchemaVersion();
 // The metadata Salt's format_job_instance would show for a load: a dict under
 // `metadata`, else under `kwargs.metadata`, else in a __kwarg__ dict of `arg`.
 const Value* LoadMetadata(const Value& load);
+
+// An archived event's data when it shares a return's payload `full_ret_json`
+// but has its own `_stamp`: that payload with `_stamp` (kept in its place)
+// set to `stamp`, as brine's JSON (the same text on every backend).
+std::string WithStamp(const std::string& full_ret_json, const std::string& stamp);
+
+// Hands `value` to a read's caller: `fn`'s exception is kept in `failure`
+// (rethrown untranslated once the read is over) and later values are not
+// handed out.
+template <typename T>
+void Deliver(const std::function<void(T&&)>& fn, T&& value, std::exception_ptr& failure) {
+  if (failure) return;
+  try {
+    fn(std::move(value));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+}
 
 // The jid a job event belongs to, or "" for events that are not job events.
 std::string JobEventJid(std::string_view tag, const Value& data);

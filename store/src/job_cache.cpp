@@ -45,6 +45,12 @@ std::string JobEventJid(std::string_view tag, const Value& data) {
   return "";
 }
 
+std::string WithStamp(const std::string& full_ret_json, const std::string& stamp) {
+  Value v = ParseJson(full_ret_json);
+  if (v.is_map()) v.Set("_stamp", stamp);
+  return ToJson(v);
+}
+
 namespace {
 
 constexpr std::size_t kMaxCachedJobs = 200000;
@@ -232,15 +238,25 @@ class JobCache final : public Store {
     Write("update_endtime", [&] { backend_->SetEndtime(EnsureJob(jid).id, endtime); });
   }
 
-  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
-                           std::int64_t max_rows) override {
+  CleanResult ApplyRetention(const Retention& retention, std::int64_t max_rows) override {
     CleanResult result;
     Write("clean_old_jobs", [&] {
-      result = backend_->CleanOldJobs(jobs_before, events_before, max_rows);
+      result = backend_->CleanOldJobs(retention, max_rows);
       jobs_.clear();
     });
     return result;
   }
+
+  CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override {
+    CleanResult result;
+    Write("prune_oldest", [&] {
+      result = backend_->PruneOldest(bytes, max_rows);
+      jobs_.clear();
+    });
+    return result;
+  }
+
+  std::int64_t UsedBytes() override { return backend_->UsedBytes(); }
 
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
     Write("put_counters", [&] { backend_->PutCounters(counters); });
@@ -298,6 +314,16 @@ class JobCache final : public Store {
 
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
     backend_->ForEachJob(filter, fn);
+  }
+
+  void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                        const std::function<void(StoredJob&&)>& fn) override {
+    backend_->ForEachStoredJob(jid_min, jid_max, fn);
+  }
+
+  void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                    const std::function<void(ArchivedEvent&&)>& fn) override {
+    backend_->ForEachEvent(from, until, fn);
   }
 
   std::vector<JobRecord> GetJidsFilter(std::size_t count, FindJobs find_jobs) override {

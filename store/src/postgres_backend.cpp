@@ -15,6 +15,7 @@
 // earlier in it therefore costs one round trip.
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -50,6 +51,97 @@ std::string TimeText(Micros t) {
 }
 
 std::string Int(std::int64_t v) { return std::to_string(v); }
+
+// Python's fnmatch.translate for PostgreSQL's regular expressions (AREs):
+// `*`, `?`, `[seq]`, `[!seq]`, everything else literal, the whole text.
+std::string FnmatchRegex(std::string_view glob) {
+  std::string out = "^(?:";
+  const std::size_t n = glob.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = glob[i];
+    if (c == '*') {
+      out += ".*";
+    } else if (c == '?') {
+      out += '.';
+    } else if (c == '[') {
+      std::size_t j = i + 1;
+      if (j < n && glob[j] == '!') ++j;
+      if (j < n && glob[j] == ']') ++j;
+      while (j < n && glob[j] != ']') ++j;
+      if (j >= n) {
+        out += "\\[";  // no closing ']': a literal '[' (fnmatch's rule)
+        continue;
+      }
+      std::string_view stuff = glob.substr(i + 1, j - i - 1);
+      out += '[';
+      if (!stuff.empty() && stuff[0] == '!') {
+        out += '^';
+        stuff.remove_prefix(1);
+      } else if (!stuff.empty() && stuff[0] == '^') {
+        out += "\\^";
+        stuff.remove_prefix(1);
+      }
+      for (const char k : stuff) {
+        if (k == '\\') out += '\\';
+        out += k;
+      }
+      out += ']';
+      i = j;
+    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               (static_cast<unsigned char>(c) & 0x80) != 0) {
+      out += c;
+    } else {
+      out += '\\';
+      out += c;
+    }
+  }
+  return out + ")$";
+}
+
+// A condition for a statement: SQL whose parameters are written $A, $B, ...
+// (numbered when placed), and their values.
+struct SqlCondition {
+  std::string sql;
+  std::vector<std::string> params;
+  // The SQL with $A.. numbered from `first`.
+  [[nodiscard]] std::string Sql(int first) const {
+    std::string out = sql;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::string mark = std::string("$") + static_cast<char>('A' + i);
+      for (auto at = out.find(mark); at != std::string::npos; at = out.find(mark)) {
+        out.replace(at, mark.size(), "$" + std::to_string(first + static_cast<int>(i)));
+      }
+    }
+    return out;
+  }
+};
+
+// Retention classes by glob: conditions on an expression for "the first rule
+// matching it is rule i" and "no rule matches it".
+class ClassRegexes {
+ public:
+  explicit ClassRegexes(const std::vector<RetentionRule>& rules) {
+    for (const RetentionRule& r : rules) regexes_.push_back(FnmatchRegex(r.glob));
+  }
+  [[nodiscard]] SqlCondition Rule(std::size_t i, const std::string& expr) const {
+    if (i == 0) return {"coalesce(" + expr + " ~ $A, false)", {regexes_[0]}};
+    return {"coalesce(" + expr + " ~ $A, false) AND NOT coalesce(" + expr + " ~ $B, false)",
+            {regexes_[i], Any(i)}};
+  }
+  [[nodiscard]] SqlCondition None(const std::string& expr) const {
+    if (regexes_.empty()) return {};
+    return {"NOT coalesce(" + expr + " ~ $A, false)", {Any(regexes_.size())}};
+  }
+
+ private:
+  // Any of the first `n` rules.
+  [[nodiscard]] std::string Any(std::size_t n) const {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out += (i == 0 ? "" : "|") + regexes_[i];
+    return out;
+  }
+  std::vector<std::string> regexes_;
+};
 
 // Days since the Unix epoch (UTC) of `t`.
 std::int64_t DayOf(Micros t) { return date::floor<date::days>(t).time_since_epoch().count(); }
@@ -304,63 +396,173 @@ class PostgresBackend final : public Backend {
     Defer("UPDATE job SET endtime = $1 WHERE id = " + Int(job), {O(endtime)});
   }
 
-  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
-                           std::int64_t max_rows) override {
+  CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override {
     Send(std::nullopt);
     returned_.clear();  // returns may go
     CleanResult result;
     std::int64_t budget = max_rows;
-    if (events_before) {
-      const std::string cut = TimeText(*events_before);
-      // Whole days before the cut go at once, outside the row budget: a DROP
-      // costs the same for ten rows or ten million.
+    // With rules by class, each row's class is the first glob that matches
+    // (its regular expression here: FnmatchRegex); each class goes by its own cut.
+    const ClassRegexes tags(retention.events_by_tag);
+    // Whole days before every event cut go at once, outside the row budget:
+    // a DROP costs the same for ten rows or ten million.
+    std::optional<Micros> drop_before = retention.events_before;
+    for (const RetentionRule& r : retention.events_by_tag) {
+      drop_before = drop_before && r.before ? std::optional(std::min(*drop_before, *r.before)) : std::nullopt;
+    }
+    if (drop_before) {
       PgResult parts = Db().Exec(
           "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
           " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
       for (int i = 0; i < parts.rows(); ++i) {
         const std::string name(parts.text(i, 0));
         const auto day = PartitionDay(name);
-        if (!day || *day + 1 > DayOf(*events_before)) continue;
+        if (!day || *day + 1 > DayOf(*drop_before)) continue;
         result.events += Db().Exec("SELECT count(*) FROM " + name).integer(0, 0);
         Db().Exec("DROP TABLE " + name);
       }
-      const std::int64_t deleted = DeleteOlder("event", cut, budget);
+    }
+    const std::string tag =
+        "coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name FROM ret AS r"
+        " JOIN job AS j ON j.id = r.job_id JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id))";
+    for (std::size_t i = 0; i < retention.events_by_tag.size() && budget > 0; ++i) {
+      if (!retention.events_by_tag[i].before) continue;
+      const std::int64_t n =
+          DeleteOlder("event", TimeText(*retention.events_by_tag[i].before), budget, tags.Rule(i, tag));
+      result.events += n;
+      budget -= n;
+    }
+    if (retention.events_before && budget > 0) {
+      const std::string cut = TimeText(*retention.events_before);
+      const std::int64_t deleted = DeleteOlder("event", cut, budget, tags.None(tag));
       result.events += deleted;
       budget -= deleted;
       if (budget > 0) {
-        result.quarantined = DeleteOlder("quarantine", cut, budget);
+        result.quarantined = DeleteOlder("quarantine", cut, budget, {});
         budget -= result.quarantined;
       }
     }
-    if (jobs_before && budget > 0) {
-      // Jids that name a time (20 digits, maybe _<pid>: FormatJid's form)
-      // are UTC times, so their text order is time order; every other jid
-      // ("req", "12345", "0") ages by when brine first saw it, as on SQLite
-      // (brine_jid_is_time there): a short numeric jid sorts before every
-      // real one and would otherwise be deleted at once.
-      const std::string seen = TimeText(*jobs_before);
-      // The regex picks candidates; JidToMicros (SQLite's brine_jid_is_time)
-      // decides, so "20241399000000000000" is no time on either backend.
-      PgResult pick = Db().Exec(
-          "(SELECT id, jid, true FROM job WHERE jid < $1 AND jid ~ '^[0-9]{20}(_|$)')"
-          " UNION ALL (SELECT id, jid, false FROM job WHERE seen < to_timestamp($2)) LIMIT $3",
-          {P(FormatJid(*jobs_before)), P(seen), P(Int(budget))});
-      for (int i = 0; i < pick.rows() && budget > 0; ++i) {
-        const bool is_time = JidToMicros(pick.text(i, 1)).has_value();
-        if (is_time != (pick.text(i, 2) == "t")) continue;
-        const std::string id = Int(pick.integer(i, 0));
-        DetachEvents("job_id = " + id + " AND ret_id IS NOT NULL");
-        Db().Exec("UPDATE event SET job_id = NULL WHERE job_id = " + id);
-        const std::int64_t n = Db().Exec("DELETE FROM ret WHERE job_id = " + id).affected();
-        Db().Exec("DELETE FROM job_minion WHERE job_id = " + id);
-        Db().Exec("DELETE FROM job WHERE id = " + id);
-        result.returns += n;
-        result.jobs += 1;
-        budget -= n + 1;
-      }
+    const ClassRegexes funs(retention.jobs_by_fun);
+    for (std::size_t i = 0; i < retention.jobs_by_fun.size() && budget > 0; ++i) {
+      if (!retention.jobs_by_fun[i].before) continue;
+      DeleteOldJobs(*retention.jobs_by_fun[i].before, funs.Rule(i, "fun"), budget, result);
     }
+    if (retention.jobs_before && budget > 0) DeleteOldJobs(*retention.jobs_before, funs.None("fun"), budget, result);
     result.more = budget <= 0;
     return result;
+  }
+
+  // Deletes jobs older than `before` for which `condition` holds, with their
+  // returns and expected minions.
+  void DeleteOldJobs(Micros before, const SqlCondition& condition, std::int64_t& budget, CleanResult& result) {
+    // Jids that name a time (20 digits, maybe _<pid>: FormatJid's form)
+    // are UTC times, so their text order is time order; every other jid
+    // ("req", "12345", "0") ages by when brine first saw it, as on SQLite
+    // (brine_jid_is_time there): a short numeric jid sorts before every
+    // real one and would otherwise be deleted at once.
+    const std::string seen = TimeText(before);
+    const std::string jid = FormatJid(before);
+    const std::string limit = Int(budget);
+    std::vector<PgParam> params = {P(jid), P(seen), P(limit)};
+    const std::string and_condition = condition.sql.empty() ? "" : " AND " + condition.Sql(4);
+    for (const std::string& p : condition.params) params.push_back(P(p));
+    // The regex picks candidates; JidToMicros (SQLite's brine_jid_is_time)
+    // decides, so "20241399000000000000" is no time on either backend.
+    PgResult pick = Db().Exec(
+        "(SELECT id, jid, true FROM job WHERE jid < $1 AND jid ~ '^[0-9]{20}(_|$)'" + and_condition +
+            ") UNION ALL (SELECT id, jid, false FROM job WHERE seen < to_timestamp($2)" + and_condition + ") LIMIT $3",
+        params);
+    for (int i = 0; i < pick.rows() && budget > 0; ++i) {
+      const bool is_time = JidToMicros(pick.text(i, 1)).has_value();
+      if (is_time != (pick.text(i, 2) == "t")) continue;
+      DeleteJob(pick.integer(i, 0), budget, result);
+    }
+  }
+
+  // Deletes one job with its returns and expected minions.
+  void DeleteJob(std::int64_t job, std::int64_t& budget, CleanResult& result) {
+    const std::string id = Int(job);
+    DetachEvents("job_id = " + id + " AND ret_id IS NOT NULL");
+    Db().Exec("UPDATE event SET job_id = NULL WHERE job_id = " + id);
+    const std::int64_t n = Db().Exec("DELETE FROM ret WHERE job_id = " + id).affected();
+    Db().Exec("DELETE FROM job_minion WHERE job_id = " + id);
+    Db().Exec("DELETE FROM job WHERE id = " + id);
+    result.returns += n;
+    result.jobs += 1;
+    budget -= n + 1;
+  }
+
+  // Deletes up to `n` of the oldest rows of `table` (event or quarantine)
+  // that arrived up to `until` (inclusive), adding their payload bytes.
+  std::int64_t DeleteOldestRows(const std::string& table, const std::string& payload, std::int64_t until,
+                                std::int64_t n, CleanResult& result) {
+    const std::string t = TimeText(FromUnixMicros(until));
+    const std::string limit = Int(n);
+    PgResult r = Db().Exec("WITH d AS (DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table +
+                               " WHERE received <= to_timestamp($1) ORDER BY received, id LIMIT $2) RETURNING " +
+                               payload + " AS b) SELECT count(*), coalesce(sum(b), 0)::bigint FROM d",
+                           {P(t), P(limit)});
+    result.bytes += r.integer(0, 1);
+    return r.integer(0, 0);
+  }
+
+  std::int64_t OldestArrival(const std::string& table) {
+    PgResult r = Db().Exec("SELECT (extract(epoch FROM received) * 1000000)::bigint FROM " + table +
+                           " ORDER BY received LIMIT 1");
+    return r.rows() == 0 ? std::numeric_limits<std::int64_t>::max() : r.integer(0, 0);
+  }
+
+  CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override {
+    Send(std::nullopt);
+    returned_.clear();  // returns may go
+    CleanResult result;
+    std::int64_t budget = max_rows;
+    constexpr std::int64_t kRowsPerStep = 500;
+    constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+    while (result.bytes < bytes && budget > 0) {
+      PgResult j = Db().Exec("SELECT id, jid, (extract(epoch FROM seen) * 1000000)::bigint,"
+                             " coalesce(octet_length(load), 0) + coalesce((SELECT sum(octet_length(full_ret))"
+                             " FROM ret WHERE ret.job_id = job.id), 0)::bigint FROM job ORDER BY jid LIMIT 1");
+      std::int64_t job_t = kNone;
+      if (j.rows() > 0) {
+        const auto t = JidToMicros(j.text(0, 1));
+        job_t = t ? ToUnixMicros(*t) : j.integer(0, 2);
+      }
+      const std::int64_t event_t = OldestArrival("event");
+      const std::int64_t frame_t = OldestArrival("quarantine");
+      if (job_t == kNone && event_t == kNone && frame_t == kNone) break;
+      if (job_t <= event_t && job_t <= frame_t) {
+        result.bytes += j.integer(0, 3);
+        DeleteJob(j.integer(0, 0), budget, result);
+      } else if (event_t <= frame_t) {
+        const std::int64_t n =
+            DeleteOldestRows("event", "coalesce(octet_length(data), 0) + coalesce(octet_length(tag), 0)",
+                             std::min(job_t, frame_t), std::min(budget, kRowsPerStep), result);
+        result.events += n;
+        budget -= n;
+      } else {
+        const std::int64_t n = DeleteOldestRows("quarantine", "octet_length(raw) + octet_length(reason)",
+                                                std::min(job_t, event_t), std::min(budget, kRowsPerStep), result);
+        result.quarantined += n;
+        budget -= n;
+      }
+    }
+    result.more = result.bytes < bytes && budget <= 0;
+    return result;
+  }
+
+  std::int64_t UsedBytes() override {
+    return Guard("used_bytes", Op::kRead, [&] {
+      // Live rows x (average width of their columns + a tuple header), per
+      // table and partition of this schema, from the statistics: a measure
+      // that shrinks as rows are deleted, which pg_database_size does not
+      // (freed space stays in the files for reuse).
+      PgResult r = Db().Exec(
+          "SELECT coalesce(sum(s.n_live_tup * (w.width + 28)), 0)::bigint FROM pg_stat_user_tables AS s"
+          " JOIN (SELECT tablename, sum(avg_width) AS width FROM pg_stats WHERE schemaname = current_schema()"
+          " GROUP BY tablename) AS w ON w.tablename = s.relname WHERE s.schemaname = current_schema()");
+      return r.integer(0, 0);
+    });
   }
 
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
@@ -560,6 +762,93 @@ class PostgresBackend final : public Backend {
     if (caller_failure) std::rethrow_exception(caller_failure);
     // Newest first from the index, handed out oldest first.
     for (auto it = newest.rbegin(); it != newest.rend(); ++it) fn(std::move(*it));
+  }
+
+  void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                        const std::function<void(StoredJob&&)>& fn) override {
+    // 500 jobs a chunk, three statements each: minions and returns for the
+    // whole chunk at once (ANY of its ids), not a round trip per job.
+    constexpr int kChunk = 500;
+    std::optional<std::string> after;
+    while (true) {
+      std::vector<StoredJob> jobs;
+      Guard("export_jobs", Op::kRead, [&] {
+        PgResult q = Db().Exec(
+            "SELECT id, jid, load_kind, load, metadata, nocache, endtime,"
+            " (extract(epoch FROM seen) * 1000000)::bigint FROM job"
+            " WHERE ($1::text IS NULL OR jid >= $1) AND ($2::text IS NULL OR jid <= $2)"
+            " AND ($3::text IS NULL OR jid > $3) ORDER BY jid LIMIT " + Int(kChunk),
+            {jid_min ? P(*jid_min) : PgParam::Null(), jid_max ? P(*jid_max) : PgParam::Null(),
+             after ? P(*after) : PgParam::Null()});
+        std::string ids = "{";
+        std::unordered_map<std::int64_t, std::size_t> index;
+        for (int i = 0; i < q.rows(); ++i) {
+          StoredJob job;
+          const std::int64_t id = q.integer(i, 0);
+          job.jid = q.text(i, 1);
+          job.origin = detail::OriginOf(static_cast<int>(q.integer(i, 2)));
+          if (!q.null(i, 3)) job.load_json = std::string(q.text(i, 3));
+          if (!q.null(i, 4)) job.metadata_json = std::string(q.text(i, 4));
+          job.nocache = q.text(i, 5) == "t";
+          if (!q.null(i, 6)) job.endtime = std::string(q.text(i, 6));
+          job.seen = FromUnixMicros(q.integer(i, 7));
+          index[id] = jobs.size();
+          jobs.push_back(std::move(job));
+          ids += (i == 0 ? "" : ",") + Int(id);
+        }
+        ids += "}";
+        if (jobs.empty()) return 0;
+        PgResult m = Db().Exec(
+            "SELECT jm.job_id, m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
+            " WHERE jm.job_id = ANY($1::bigint[]) ORDER BY jm.job_id, m.name",
+            {P(ids)});
+        for (int i = 0; i < m.rows(); ++i) jobs[index.at(m.integer(i, 0))].minions.emplace_back(m.text(i, 1));
+        PgResult r = Db().Exec(
+            "SELECT r.job_id, m.name, (extract(epoch FROM r.recv) * 1000000)::bigint, r.full_ret"
+            " FROM ret AS r JOIN minion AS m ON m.id = r.minion_id"
+            " WHERE r.job_id = ANY($1::bigint[]) ORDER BY r.job_id, r.id",
+            {P(ids)});
+        for (int i = 0; i < r.rows(); ++i) {
+          jobs[index.at(r.integer(i, 0))].returns.push_back({.minion = std::string(r.text(i, 1)),
+                                                             .received = FromUnixMicros(r.integer(i, 2)),
+                                                             .full_ret_json = std::string(r.text(i, 3))});
+        }
+        return 0;
+      });
+      if (jobs.empty()) return;
+      after = jobs.back().jid;
+      const bool last = jobs.size() < static_cast<std::size_t>(kChunk);
+      for (StoredJob& job : jobs) fn(std::move(job));
+      if (last) return;
+    }
+  }
+
+  void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                    const std::function<void(ArchivedEvent&&)>& fn) override {
+    std::exception_ptr caller_failure;
+    Guard("export_events", Op::kRead, [&] {
+      Db().StartRows(
+          "SELECT (extract(epoch FROM e.received) * 1000000)::bigint, ms.name,"
+          " coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), coalesce(e.data, r.full_ret),"
+          " e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
+          " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
+          " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
+          " LEFT JOIN minion AS m ON m.id = r.minion_id"
+          " WHERE ($1::text IS NULL OR e.received >= to_timestamp($1::double precision))"
+          " AND ($2::text IS NULL OR e.received < to_timestamp($2::double precision)) ORDER BY e.id",
+          {from ? P(TimeText(*from)) : PgParam::Null(), until ? P(TimeText(*until)) : PgParam::Null()});
+      while (std::optional<PgResult> row = db_->NextRow()) {
+        if (caller_failure) continue;  // drain the rest
+        ArchivedEvent e{.received = FromUnixMicros(row->integer(0, 0)),
+                        .master_id = std::string(row->text(0, 1)),
+                        .tag = std::string(row->text(0, 2)),
+                        .data_json = std::string(row->text(0, 3))};
+        if (row->text(0, 4) == "t") e.data_json = detail::WithStamp(e.data_json, std::string(row->text(0, 5)));
+        detail::Deliver(fn, std::move(e), caller_failure);
+      }
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
   }
 
   Value GetFun(const std::string& fun) override {
@@ -865,11 +1154,18 @@ class PostgresBackend final : public Backend {
     }
   }
 
-  std::int64_t DeleteOlder(const std::string& table, const std::string& cut, std::int64_t budget) {
+  // Deletes the oldest rows of `table` that arrived before `cut` and for
+  // which `condition` holds, at most `budget`.
+  std::int64_t DeleteOlder(const std::string& table, const std::string& cut, std::int64_t budget,
+                           const SqlCondition& condition) {
+    const std::string limit = Int(budget);
+    std::vector<PgParam> params = {P(cut), P(limit)};
+    for (const std::string& p : condition.params) params.push_back(P(p));
     return Db()
         .Exec("DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table +
-                   " WHERE received < to_timestamp($1) ORDER BY id LIMIT $2)",
-               {P(cut), P(Int(budget))})
+                  " WHERE received < to_timestamp($1)" + (condition.sql.empty() ? "" : " AND " + condition.Sql(3)) +
+                  " ORDER BY id LIMIT $2)",
+              params)
         .affected();
   }
 

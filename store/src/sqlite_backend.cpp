@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <limits>
 #include <unordered_map>
 
 #include "backend.h"
@@ -165,6 +166,34 @@ void SqlJidIsTime(sqlite3_context* ctx, int /*argc*/, sqlite3_value** argv) {
   sqlite3_result_int(ctx, jid != nullptr && JidToMicros(std::string_view(jid, static_cast<std::size_t>(len))) ? 1 : 0);
 }
 
+// brine_first_match(patterns_json, text): the index of the first glob of the
+// JSON list that matches text, -1 when none does or text is NULL. Retention
+// by class: the first rule that matches decides.
+void SqlFirstMatch(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  int plen = 0, tlen = 0;
+  const char* patterns = ArgText(argv[0], &plen);
+  const char* text = ArgText(argv[1], &tlen);
+  if (patterns == nullptr || text == nullptr) {
+    sqlite3_result_int(ctx, -1);
+    return;
+  }
+  try {
+    const Value list = ParseJson(std::string_view(patterns, static_cast<std::size_t>(plen)));
+    const std::string_view t(text, static_cast<std::size_t>(tlen));
+    int i = 0;
+    for (const Value& p : list.as_list()) {
+      if (FnMatch(p.as_string(), t)) {
+        sqlite3_result_int(ctx, i);
+        return;
+      }
+      ++i;
+    }
+    sqlite3_result_int(ctx, -1);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(ctx, e.what(), -1);
+  }
+}
+
 void RegisterFunctions(SQLite::Database& db) {
   const int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
   sqlite3_create_function_v2(db.getHandle(), "brine_fnmatch", 2, flags, nullptr, SqlFnmatch,
@@ -174,6 +203,8 @@ void RegisterFunctions(SQLite::Database& db) {
   sqlite3_create_function_v2(db.getHandle(), "brine_meta_match", 2, flags, nullptr,
                              SqlMetadataMatch, nullptr, nullptr, nullptr);
   sqlite3_create_function_v2(db.getHandle(), "brine_jid_is_time", 1, flags, nullptr, SqlJidIsTime, nullptr, nullptr,
+                             nullptr);
+  sqlite3_create_function_v2(db.getHandle(), "brine_first_match", 2, flags, nullptr, SqlFirstMatch, nullptr, nullptr,
                              nullptr);
 }
 
@@ -416,22 +447,91 @@ class SqliteBackend final : public Backend {
     q.exec();
   }
 
-  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
-                           std::int64_t max_rows) override {
+  CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override {
     CleanResult result;
     std::int64_t budget = max_rows;
-    if (events_before) {
-      const std::int64_t cut = ToUnixMicros(*events_before);
-      result.events = DeleteOlderRows("event", cut, budget);
-      budget -= result.events;
+    // With rules by class, each row's class is the first glob that matches
+    // (brine_first_match; -1 for none, the default); each class goes by its own cut.
+    const std::string tag_globs = Globs(retention.events_by_tag);
+    const std::string tag_class =
+        "brine_first_match(?3, coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name FROM ret AS r"
+        " JOIN job AS j ON j.id = r.job_id JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)))";
+    for (std::size_t i = 0; i < retention.events_by_tag.size() && budget > 0; ++i) {
+      if (!retention.events_by_tag[i].before) continue;
+      const std::int64_t n = DeleteOlderRows("event", ToUnixMicros(*retention.events_by_tag[i].before), budget,
+                                             tag_class + " = " + std::to_string(i), tag_globs);
+      result.events += n;
+      budget -= n;
+    }
+    if (retention.events_before && budget > 0) {
+      const std::int64_t cut = ToUnixMicros(*retention.events_before);
+      const std::int64_t n = retention.events_by_tag.empty()
+                                 ? DeleteOlderRows("event", cut, budget, "", "")
+                                 : DeleteOlderRows("event", cut, budget, tag_class + " = -1", tag_globs);
+      result.events += n;
+      budget -= n;
       if (budget > 0) {
-        result.quarantined = DeleteOlderRows("quarantine", cut, budget);
+        result.quarantined = DeleteOlderRows("quarantine", cut, budget, "", "");
         budget -= result.quarantined;
       }
     }
-    if (jobs_before && budget > 0) DeleteOldJobs(*jobs_before, budget, result);
+    const std::string fun_globs = Globs(retention.jobs_by_fun);
+    for (std::size_t i = 0; i < retention.jobs_by_fun.size() && budget > 0; ++i) {
+      if (!retention.jobs_by_fun[i].before) continue;
+      DeleteOldJobs(*retention.jobs_by_fun[i].before, "brine_first_match(?4, fun) = " + std::to_string(i), fun_globs,
+                    budget, result);
+    }
+    if (retention.jobs_before && budget > 0) {
+      DeleteOldJobs(*retention.jobs_before, retention.jobs_by_fun.empty() ? "" : "brine_first_match(?4, fun) = -1",
+                    fun_globs, budget, result);
+    }
     result.more = budget <= 0;
     return result;
+  }
+
+  CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override {
+    CleanResult result;
+    std::int64_t budget = max_rows;
+    constexpr std::int64_t kRowsPerStep = 500;
+    constexpr std::int64_t kNone = std::numeric_limits<std::int64_t>::max();
+    while (result.bytes < bytes && budget > 0) {
+      const auto job = OldestJob();
+      const std::int64_t job_t = job ? job->second : kNone;
+      const std::int64_t event_t = OldestId("event").value_or(kNone);
+      const std::int64_t frame_t = OldestId("quarantine").value_or(kNone);
+      if (job_t == kNone && event_t == kNone && frame_t == kNone) break;
+      if (job_t <= event_t && job_t <= frame_t) {
+        SQLite::Statement size(*db_,
+                               "SELECT coalesce(length(CAST(load AS BLOB)), 0) +"
+                               " coalesce((SELECT sum(length(CAST(full_ret AS BLOB))) FROM ret WHERE job_id = ?1), 0)"
+                               " FROM job WHERE id = ?1");
+        size.bind(1, job->first);
+        if (size.executeStep()) result.bytes += size.getColumn(0).getInt64();
+        size.reset();
+        DeleteJob(job->first, budget, result);
+      } else if (event_t <= frame_t) {
+        std::int64_t n = 0;
+        DeleteOldestRows("event",
+                         "coalesce(length(CAST(data AS BLOB)), 0) + coalesce(length(CAST(tag AS BLOB)), 0)",
+                         std::min(job_t, frame_t), std::min(budget, kRowsPerStep), n, result);
+        result.events += n;
+        budget -= n;
+      } else {
+        std::int64_t n = 0;
+        DeleteOldestRows("quarantine", "length(raw) + length(CAST(reason AS BLOB))", std::min(job_t, event_t),
+                         std::min(budget, kRowsPerStep), n, result);
+        result.quarantined += n;
+        budget -= n;
+      }
+    }
+    result.more = result.bytes < bytes && budget <= 0;
+    return result;
+  }
+
+  std::int64_t UsedBytes() override {
+    return Read("used_bytes", [&] {
+      return (PragmaInt("PRAGMA page_count") - PragmaInt("PRAGMA freelist_count")) * PragmaInt("PRAGMA page_size");
+    });
   }
 
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
@@ -681,6 +781,78 @@ class SqliteBackend final : public Backend {
     if (caller_failure) std::rethrow_exception(caller_failure);
   }
 
+  void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                        const std::function<void(StoredJob&&)>& fn) override {
+    std::exception_ptr caller_failure;
+    Read("export_jobs", [&] {
+      // The outer statement holds one read transaction open until it is
+      // done, so the inner ones read the same snapshot.
+      SQLite::Statement q(*db_,
+                          "SELECT id, jid, load_kind, load, metadata, nocache, endtime, seen_us FROM job"
+                          " WHERE (?1 IS NULL OR jid >= ?1) AND (?2 IS NULL OR jid <= ?2) ORDER BY jid");
+      if (jid_min) q.bind(1, *jid_min);
+      if (jid_max) q.bind(2, *jid_max);
+      SQLite::Statement minions(*db_,
+                                "SELECT m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
+                                " WHERE jm.job_id = ? ORDER BY m.name");
+      SQLite::Statement rets(*db_,
+                             "SELECT m.name, r.recv_us, r.full_ret FROM ret AS r JOIN minion AS m ON m.id = r.minion_id"
+                             " WHERE r.job_id = ? ORDER BY r.id");
+      while (!caller_failure && q.executeStep()) {
+        StoredJob job;
+        const std::int64_t id = q.getColumn(0).getInt64();
+        job.jid = q.getColumn(1).getString();
+        job.origin = detail::OriginOf(q.getColumn(2).getInt());
+        if (!q.getColumn(3).isNull()) job.load_json = q.getColumn(3).getString();
+        if (!q.getColumn(4).isNull()) job.metadata_json = q.getColumn(4).getString();
+        job.nocache = q.getColumn(5).getInt() != 0;
+        if (!q.getColumn(6).isNull()) job.endtime = q.getColumn(6).getString();
+        job.seen = FromUnixMicros(q.getColumn(7).getInt64());
+        minions.bind(1, id);
+        while (minions.executeStep()) job.minions.push_back(minions.getColumn(0).getString());
+        minions.reset();
+        rets.bind(1, id);
+        while (rets.executeStep()) {
+          job.returns.push_back({.minion = rets.getColumn(0).getString(),
+                                 .received = FromUnixMicros(rets.getColumn(1).getInt64()),
+                                 .full_ret_json = rets.getColumn(2).getString()});
+        }
+        rets.reset();
+        detail::Deliver(fn, std::move(job), caller_failure);
+      }
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+  }
+
+  void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                    const std::function<void(ArchivedEvent&&)>& fn) override {
+    std::exception_ptr caller_failure;
+    Read("export_events", [&] {
+      // salt_events' rows, without its UNION (whose ORDER BY would sort the
+      // whole window in a temp b-tree): the event's id is its order.
+      SQLite::Statement q(*db_,
+                          "SELECT e.id, ms.name, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name),"
+                          " coalesce(e.data, r.full_ret), e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
+                          " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
+                          " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
+                          " LEFT JOIN minion AS m ON m.id = r.minion_id"
+                          " WHERE e.id >= ?1 AND e.id < ?2 ORDER BY e.id");
+      q.bind(1, from ? ToUnixMicros(*from) : std::numeric_limits<std::int64_t>::min());
+      q.bind(2, until ? ToUnixMicros(*until) : std::numeric_limits<std::int64_t>::max());
+      while (!caller_failure && q.executeStep()) {
+        ArchivedEvent e{.received = FromUnixMicros(q.getColumn(0).getInt64()),
+                        .master_id = q.getColumn(1).getString(),
+                        .tag = q.getColumn(2).getString(),
+                        .data_json = q.getColumn(3).getString()};
+        if (q.getColumn(4).getInt() != 0) e.data_json = detail::WithStamp(e.data_json, q.getColumn(5).getString());
+        detail::Deliver(fn, std::move(e), caller_failure);
+      }
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+  }
+
   Value GetFun(const std::string& fun) override {
     return Read("get_fun", [&] {
       SQLite::Statement q(*db_,
@@ -836,53 +1008,107 @@ class SqliteBackend final : public Backend {
     for (const std::size_t i : order) f(std::move(rows[i].first), std::move(rows[i].second));
   }
 
-  std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget) {
-    SQLite::Statement q(*db_, "DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table +
-                                  " WHERE id < ? ORDER BY id LIMIT ?)");
+  static std::string Globs(const std::vector<RetentionRule>& rules) {
+    Value list = Value::EmptyList();
+    for (const RetentionRule& r : rules) list.as_list().emplace_back(r.glob);
+    return ToJson(list);
+  }
+
+  // Deletes the oldest rows of `table` before `cut` for which `condition`
+  // (SQL; ?3 is `globs`) holds, at most `budget`.
+  std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget,
+                               const std::string& condition, const std::string& globs) {
+    SQLite::Statement q(*db_, "DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table + " WHERE id < ?1" +
+                                  (condition.empty() ? "" : " AND " + condition) + " ORDER BY id LIMIT ?2)");
     q.bind(1, cut);
     q.bind(2, budget);
+    if (!condition.empty()) q.bind(3, globs);
     return q.exec();
   }
 
-  void DeleteOldJobs(Micros before, std::int64_t& budget, CleanResult& result) {
+  // Deletes jobs older than `before` for which `condition` (SQL over job; ?4
+  // is `globs`) holds, with their returns and expected minions.
+  void DeleteOldJobs(Micros before, const std::string& condition, const std::string& globs, std::int64_t& budget,
+                     CleanResult& result) {
     // Jids that name a time are UTC times, so their text order is time
     // order; every other jid (rare, hand-made: "req", "12345", "0") ages by
     // when brine first saw it. A numeric jid that is not a time sorts before
     // every real one, so the digit test alone would delete it at once.
     // (AND evaluates left to right: the function runs only on candidates.)
+    const std::string and_condition = condition.empty() ? "" : " AND " + condition;
     SQLite::Statement pick(*db_,
-                           "SELECT id FROM job WHERE jid < ?1 AND jid GLOB '[0-9]*' AND brine_jid_is_time(jid)"
-                           " UNION ALL SELECT id FROM job WHERE seen_us < ?2"
-                           " AND NOT (jid GLOB '[0-9]*' AND brine_jid_is_time(jid))"
-                           " LIMIT ?3");
+                           "SELECT id FROM job WHERE jid < ?1 AND jid GLOB '[0-9]*' AND brine_jid_is_time(jid)" +
+                               and_condition +
+                               " UNION ALL SELECT id FROM job WHERE seen_us < ?2"
+                               " AND NOT (jid GLOB '[0-9]*' AND brine_jid_is_time(jid))" +
+                               and_condition + " LIMIT ?3");
     pick.bind(1, FormatJid(before));
     pick.bind(2, ToUnixMicros(before));
     pick.bind(3, budget);
+    if (!condition.empty()) pick.bind(4, globs);
     std::vector<std::int64_t> ids;
     while (pick.executeStep()) ids.push_back(pick.getColumn(0).getInt64());
     pick.reset();
     for (std::int64_t id : ids) {
       if (budget <= 0) break;
-      // Archived events that share a return's payload get their own copy first.
-      SQLite::Statement keep(*db_, std::string(kDetachEvents) + " WHERE job_id = ?1 AND ret_id IS NOT NULL");
-      keep.bind(1, id);
-      keep.exec();
-      SQLite::Statement unlink(*db_, "UPDATE event SET job_id = NULL WHERE job_id = ?");
-      unlink.bind(1, id);
-      unlink.exec();
-      SQLite::Statement rets(*db_, "DELETE FROM ret WHERE job_id = ?");
-      rets.bind(1, id);
-      const int n = rets.exec();
-      SQLite::Statement expected(*db_, "DELETE FROM job_minion WHERE job_id = ?");
-      expected.bind(1, id);
-      expected.exec();
-      SQLite::Statement job(*db_, "DELETE FROM job WHERE id = ?");
-      job.bind(1, id);
-      job.exec();
-      result.returns += n;
-      result.jobs += 1;
-      budget -= n + 1;
+      DeleteJob(id, budget, result);
     }
+  }
+
+  // Deletes one job with its returns and expected minions.
+  void DeleteJob(std::int64_t id, std::int64_t& budget, CleanResult& result) {
+    // Archived events that share a return's payload get their own copy first.
+    SQLite::Statement keep(*db_, std::string(kDetachEvents) + " WHERE job_id = ?1 AND ret_id IS NOT NULL");
+    keep.bind(1, id);
+    keep.exec();
+    SQLite::Statement unlink(*db_, "UPDATE event SET job_id = NULL WHERE job_id = ?");
+    unlink.bind(1, id);
+    unlink.exec();
+    SQLite::Statement rets(*db_, "DELETE FROM ret WHERE job_id = ?");
+    rets.bind(1, id);
+    const int n = rets.exec();
+    SQLite::Statement expected(*db_, "DELETE FROM job_minion WHERE job_id = ?");
+    expected.bind(1, id);
+    expected.exec();
+    SQLite::Statement job(*db_, "DELETE FROM job WHERE id = ?");
+    job.bind(1, id);
+    job.exec();
+    result.returns += n;
+    result.jobs += 1;
+    budget -= n + 1;
+  }
+
+  // The oldest job: its row id and time (its jid's, or when first seen).
+  std::optional<std::pair<std::int64_t, std::int64_t>> OldestJob() {
+    SQLite::Statement q(*db_, "SELECT id, jid, seen_us FROM job ORDER BY jid LIMIT 1");
+    if (!q.executeStep()) return std::nullopt;
+    const auto t = JidToMicros(q.getColumn(1).getString());
+    return std::pair(q.getColumn(0).getInt64(), t ? ToUnixMicros(*t) : q.getColumn(2).getInt64());
+  }
+
+  std::optional<std::int64_t> OldestId(const char* table) {
+    SQLite::Statement q(*db_, std::string("SELECT min(id) FROM ") + table);
+    if (!q.executeStep() || q.getColumn(0).isNull()) return std::nullopt;
+    return q.getColumn(0).getInt64();
+  }
+
+  // Deletes up to `n` of the oldest rows of `table` (event or quarantine: the
+  // id is the arrival time) up to `until` (inclusive), adding their payload bytes.
+  void DeleteOldestRows(const char* table, const char* payload, std::int64_t until, std::int64_t n,
+                        std::int64_t& count, CleanResult& result) {
+    SQLite::Statement q(*db_, std::string("SELECT count(*), coalesce(sum(") + payload + "), 0), max(id) FROM (SELECT * FROM " +
+                                  table + " WHERE id <= ?1 ORDER BY id LIMIT ?2)");
+    q.bind(1, until);
+    q.bind(2, n);
+    q.executeStep();
+    const std::int64_t rows = q.getColumn(0).getInt64();
+    if (rows == 0) return;
+    result.bytes += q.getColumn(1).getInt64();
+    const std::int64_t last = q.getColumn(2).getInt64();
+    q.reset();
+    SQLite::Statement del(*db_, std::string("DELETE FROM ") + table + " WHERE id <= ?");
+    del.bind(1, last);
+    count += del.exec();
   }
 
   std::unique_ptr<SQLite::Database> db_;

@@ -111,6 +111,19 @@ int FreeTcpPort() {
   return ntohs(addr.sin_port);
 }
 
+TcpBusPorts FreeTcpBusPorts() {
+  TcpBusPorts p;
+  p.pull = FreeTcpPort();
+  do p.pub = FreeTcpPort(); while (p.pub == p.pull);
+  do p.cache = FreeTcpPort(); while (p.cache == p.pull || p.cache == p.pub);
+  return p;
+}
+
+std::string TcpBusPorts::Config() const {
+  return "ipc_mode: tcp\nbrine.tcp_pull_port: " + std::to_string(pull) + "\nbrine.tcp_pub_port: " +
+         std::to_string(pub) + "\nbrine.tcp_cache_port: " + std::to_string(cache) + "\n";
+}
+
 std::string Sql(const std::filesystem::path& db, const std::string& query) {
   SQLite::Database d(db.string(), SQLite::OPEN_READONLY, 10000);
   SQLite::Statement q(d, query);

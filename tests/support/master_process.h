@@ -55,6 +55,16 @@ void PushFrames(const std::string& endpoint, const std::vector<std::string>& fra
 // A free TCP port on 127.0.0.1 (bound and released).
 [[nodiscard]] int FreeTcpPort();
 
+// Three distinct free ports for a master in ipc_mode: tcp.
+struct TcpBusPorts {
+  int pull = 0;
+  int pub = 0;
+  int cache = 0;
+  // The config lines that put a master's bus on them.
+  [[nodiscard]] std::string Config() const;
+};
+[[nodiscard]] TcpBusPorts FreeTcpBusPorts();
+
 // A counter of the master in `db` (brine_counters), -1 when it is not there.
 [[nodiscard]] std::int64_t Counter(const std::filesystem::path& db, const std::string& name);
 

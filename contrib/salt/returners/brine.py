@@ -46,6 +46,7 @@ import json
 import logging
 import os
 import pwd
+import socket
 import sqlite3
 import stat
 import struct
@@ -58,7 +59,6 @@ import zlib
 
 try:
     import msgpack
-    import zmq
 
     HAS_DEPS = True
     _IMPORT_ERROR = ""
@@ -76,7 +76,7 @@ _REQUEST_MAGIC = b"BRQ1"
 _REPLY_MAGIC = b"BRA1"
 _DEFAULT_SEND_TIMEOUT_MS = 2000
 _DEFAULT_TCP_CACHE_PORT = 4514
-# While brine-master stays away, a call waits at most this long for it.
+# While brine-master stays away or stalled, a call waits at most this long for it.
 _UNREACHABLE_WAIT_MS = 200
 _STATE_MODULE = "_brine_returner_process_state"
 
@@ -85,7 +85,7 @@ def __virtual__():
     # Only the imports are checked. A master_job_cache that fails to load makes
     # every publish fail, so the store and brine-master are checked per call.
     if not HAS_DEPS:
-        return False, "the brine returner needs pyzmq and msgpack: " + _IMPORT_ERROR
+        return False, "the brine returner needs msgpack: " + _IMPORT_ERROR
     return __virtualname__
 
 
@@ -274,32 +274,57 @@ def _frame(tag, data):
 # --- the acknowledged write ----------------------------------------------------
 
 
-def _socket(state, endpoint):
+def _connect(endpoint, timeout_s):
+    """A stream socket connected to brine-master's job-cache endpoint (a
+    plain socket, not ZeroMQ: cache_socket.h says why). Raises OSError."""
+    if endpoint.startswith("ipc://"):
+        family, address = socket.AF_UNIX, endpoint[len("ipc://"):]
+    else:
+        host, _, port = endpoint[len("tcp://"):].rpartition(":")
+        family, address = socket.AF_INET, (host, int(port))
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout_s)
+        sock.connect(address)
+        if family == socket.AF_INET:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _socket(state, endpoint, timeout_s):
     if state["socket"] is None or state["endpoint"] != endpoint:
         _drop_socket(state)
-        sock = zmq.Context.instance().socket(zmq.DEALER)
-        # Requests go only to a live connection: with brine-master down a send
-        # fails at once instead of parking the request in memory.
-        sock.setsockopt(zmq.IMMEDIATE, 1)
-        sock.setsockopt(zmq.LINGER, 0)
-        try:
-            sock.connect(endpoint)
-        except zmq.ZMQError:
-            sock.close(linger=0)
-            raise
-        state["socket"] = sock
+        state["socket"] = _connect(endpoint, timeout_s)
         state["endpoint"] = endpoint
+        state["fresh"] = True
     return state["socket"]
 
 
 def _drop_socket(state):
-    # A request that was sent but not answered may still sit in the socket's
-    # pipe; closing with linger 0 drops it, so brine-master never files a copy
-    # of what the caller has spooled.
+    # Closing ends the connection: brine-master still files what it took, but
+    # its answer has nowhere to go, so this process never reads a stale one.
     if state["socket"] is not None:
-        state["socket"].close(linger=0)
+        state["socket"].close()
     state["socket"] = None
     state["endpoint"] = None
+
+
+def _recv_exact(sock, n, deadline):
+    chunks = []
+    while n > 0:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise socket.timeout()
+        sock.settimeout(remaining)
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise ConnectionResetError("brine-master closed the connection")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
 
 
 def _request(state, endpoint, frames):
@@ -307,38 +332,56 @@ def _request(state, endpoint, frames):
     when brine-master committed them, else why they were not taken. The
     caller holds state["lock"]."""
     timeout_ms = _send_timeout_ms()
-    away = state["unreachable"] == endpoint
-    deadline = time.monotonic() + (min(timeout_ms, _UNREACHABLE_WAIT_MS) if away else timeout_ms) / 1000.0
-    sock = _socket(state, endpoint)
+    if state["unreachable"] == endpoint:
+        timeout_ms = min(timeout_ms, _UNREACHABLE_WAIT_MS)
+    deadline = time.monotonic() + timeout_ms / 1000.0
     state["next_id"] += 1
     request_id = state["next_id"]
-    header = _REQUEST_MAGIC + struct.pack(">Qq", request_id, int(time.time() * 1000000))
-    while True:
+    parts = [_REQUEST_MAGIC, struct.pack(">Qq", request_id, int(time.time() * 1000000))]
+    for frame in frames:
+        parts.append(struct.pack(">I", len(frame)))
+        parts.append(frame)
+    body = b"".join(parts)
+    message = struct.pack(">I", len(body)) + body
+    for attempt in (1, 2):
         try:
-            # Copying beats zero-copy for anything but big frames (pyzmq's docs).
-            sock.send_multipart([header] + list(frames), flags=zmq.NOBLOCK, copy=len(frames[0]) < 65536)
+            sock = _socket(state, endpoint, max(0.001, deadline - time.monotonic()))
+        except (FileNotFoundError, ConnectionRefusedError):
+            return "brine-master is not running at {}".format(endpoint)
+        except socket.timeout:
+            return "brine-master at {} did not accept a connection within {} ms".format(endpoint, timeout_ms)
+        fresh = state.pop("fresh", False)
+        try:
+            sock.settimeout(max(0.001, deadline - time.monotonic()))
+            sock.sendall(message)
             break
-        except zmq.Again:
-            # Not connected (ZMQ_IMMEDIATE): nothing was queued, so the socket
-            # stays and keeps reconnecting in the background.
-            remaining_ms = int((deadline - time.monotonic()) * 1000)
-            if away or remaining_ms <= 0 or not sock.poll(remaining_ms, zmq.POLLOUT):
-                return "brine-master is not running at {}".format(endpoint)
-    while True:
-        remaining_ms = int((deadline - time.monotonic()) * 1000)
-        if remaining_ms <= 0 or not sock.poll(remaining_ms, zmq.POLLIN):
+        except (BrokenPipeError, ConnectionResetError):
+            # A connection kept from before brine-master restarted: nothing
+            # was taken, so one fresh connection may try again.
             _drop_socket(state)
-            return "brine-master at {} did not answer within {} ms".format(endpoint, timeout_ms)
-        reply = sock.recv_multipart(zmq.NOBLOCK)
-        head = reply[0] if reply else b""
-        if len(head) < 13 or head[:4] != _REPLY_MAGIC:
-            continue
-        (reply_id,) = struct.unpack(">Q", head[4:12])
-        if reply_id != request_id:
-            continue  # the late answer to an earlier request this process gave up on
-        if head[12] == 0:
-            return None
-        return head[13:].decode("utf-8", "replace") or "brine-master did not take the request"
+            if fresh or attempt == 2:
+                return "brine-master at {} closed the connection".format(endpoint)
+        except socket.timeout:
+            _drop_socket(state)
+            return "brine-master at {} did not take the request within {} ms".format(endpoint, timeout_ms)
+    try:
+        while True:
+            (length,) = struct.unpack(">I", _recv_exact(sock, 4, deadline))
+            head = _recv_exact(sock, length, deadline)
+            if len(head) < 13 or head[:4] != _REPLY_MAGIC:
+                raise ConnectionResetError("not a brine-master reply")
+            (reply_id,) = struct.unpack(">Q", head[4:12])
+            if reply_id != request_id:
+                continue  # cannot happen on a connection used by one caller at a time
+            if head[12] == 0:
+                return None
+            return head[13:].decode("utf-8", "replace") or "brine-master did not take the request"
+    except socket.timeout:
+        _drop_socket(state)
+        return "brine-master at {} did not answer within {} ms".format(endpoint, timeout_ms)
+    except OSError as exc:
+        _drop_socket(state)
+        return "brine-master at {} went away before it answered: {}".format(endpoint, exc)
 
 
 def _write(frames):
@@ -353,7 +396,7 @@ def _write(frames):
         with state["lock"]:
             try:
                 reason = _request(state, endpoint, frames)
-            except zmq.ZMQError as exc:
+            except OSError as exc:
                 _drop_socket(state)
                 reason = "cannot reach {}: {}".format(endpoint, exc)
             if reason is None:

@@ -95,6 +95,13 @@
 //                             Prometheus's text format, rewritten (atomically) every second;
 //                             brine.health and brine.stats read it too
 //   brine.lag_warning_s       10: brine-master warns when frames wait longer than this
+//   brine.keep_jobs_by_fun    {glob: seconds}: jobs whose load's fun matches a glob (fnmatch;
+//                             the first that matches, in the file's order) are kept that long
+//                             instead of keep_jobs_seconds (0 = forever)
+//   brine.keep_events_by_tag  {glob: seconds}: the same for archived events by tag, instead of
+//                             brine.keep_events_seconds
+//   brine.max_store_mb        0 (no cap): above it brine-master prunes the oldest jobs and events
+//                             first, whatever their class (at most 2^43 - 1)
 // Other brine.* keys are ignored with a warning in `warnings`.
 //
 // Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
@@ -110,6 +117,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "brine/config/config_error.h"
@@ -131,6 +139,8 @@ struct MasterConfig {
   std::filesystem::path sock_dir = "/var/run/salt/master";
   std::filesystem::path cachedir = "/var/cache/salt/master";
   IpcMode ipc_mode = IpcMode::kIpc;
+  // Globs to seconds, in the file's order (retention by class).
+  using GlobSeconds = std::vector<std::pair<std::string, std::int64_t>>;
   std::int64_t keep_jobs_seconds = 86400;  // effective, after the keep_jobs rule
   int loop_interval_s = 60;
   bool job_cache = true;
@@ -167,6 +177,9 @@ struct MasterConfig {
     std::int64_t send_timeout_ms = 2000;
     std::filesystem::path metrics_file = "/var/cache/salt/master/brine-master.prom";
     std::int64_t lag_warning_s = 10;
+    GlobSeconds keep_jobs_by_fun;
+    GlobSeconds keep_events_by_tag;
+    std::int64_t max_store_mb = 0;
   } brine;
 
   // The merged file contents (master file and includes, in Salt's order and

@@ -57,6 +57,12 @@ struct WriterOptions {
   std::chrono::seconds loop_interval{60};
   std::int64_t keep_jobs_seconds = 86400;    // 0: keep forever
   std::int64_t keep_events_seconds = 86400;  // 0: keep forever
+  // Retention by class (brine.keep_jobs_by_fun, brine.keep_events_by_tag):
+  // globs to seconds, the first that matches decides; 0 keeps forever.
+  std::vector<std::pair<std::string, std::int64_t>> keep_jobs_by_fun;
+  std::vector<std::pair<std::string, std::int64_t>> keep_events_by_tag;
+  // brine.max_store_mb in bytes: above it the oldest of everything is pruned; 0: no cap.
+  std::int64_t max_store_bytes = 0;
   std::chrono::milliseconds backoff_initial{1000};
   std::chrono::milliseconds backoff_max{30000};
   // Where the Salt plug-in spools frames (<cachedir>/brine-spool); empty: none.
@@ -133,7 +139,13 @@ class Writer {
   std::int64_t oldest_event_us_ = 0;
   std::chrono::steady_clock::time_point batch_started_;
 
-  enum class Phase { kIdle, kSpool, kClean, kVacuum, kStatistics, kCheckpoint };
+  // The size cap's pass: what it must free (bytes over the cap when it
+  // started) and what it pruned so far.
+  std::optional<std::int64_t> prune_target_;
+  std::int64_t prune_used_ = 0;
+  store::CleanResult prune_run_;
+
+  enum class Phase { kIdle, kSpool, kClean, kPrune, kVacuum, kStatistics, kCheckpoint };
   Phase phase_ = Phase::kSpool;  // first pass at start
   std::chrono::steady_clock::time_point next_maintenance_;
 };

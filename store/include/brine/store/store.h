@@ -135,11 +135,60 @@ struct JobFilter {
   bool json_text = false;
 };
 
+// What the job cache keeps of one job, whole, for brine.export (ForEachStoredJob).
+struct StoredReturn {
+  std::string minion;
+  Micros received{};           // arrival time
+  std::string full_ret_json;   // the whole return load, as stored
+};
+struct StoredJob {
+  std::string jid;
+  // Where the load came from: none yet (prep_jid only), a stub built from a
+  // return, a publish event (SaveLoad), or the master's own save_load
+  // (SaveCacheLoad with cmd "publish", which an event's copy never replaces).
+  enum class Origin { kNone, kStub, kEvent, kMaster };
+  Origin origin = Origin::kNone;
+  std::optional<std::string> load_json;      // null for kNone
+  std::optional<std::string> metadata_json;
+  std::vector<std::string> minions;          // expected minions, sorted
+  bool nocache = false;
+  std::optional<std::string> endtime;
+  Micros seen{};                             // when the store first heard of the jid
+  std::vector<StoredReturn> returns;         // in arrival order
+};
+
+// One archived event as salt_events shows it.
+struct ArchivedEvent {
+  Micros received{};       // arrival time (the archive's order)
+  std::string master_id;   // the master that archived it
+  std::string tag;
+  std::string data_json;   // with a shared return's payload filled in
+};
+
+// One class of retention: what the fnmatch `glob` matches is kept until it
+// is older than `before`; nullopt keeps it forever.
+struct RetentionRule {
+  std::string glob;
+  std::optional<Micros> before;
+};
+
+// What Store::ApplyRetention deletes. Rules apply in order: the first whose
+// glob matches decides; what none matches falls to the *_before default
+// (nullopt: kept forever).
+struct Retention {
+  std::optional<Micros> jobs_before;
+  std::vector<RetentionRule> jobs_by_fun;     // globs on the load's `fun`
+  std::optional<Micros> events_before;        // and quarantined frames
+  std::vector<RetentionRule> events_by_tag;   // globs on the event's tag
+};
+
 struct CleanResult {
   std::int64_t jobs = 0;
   std::int64_t returns = 0;
   std::int64_t events = 0;
   std::int64_t quarantined = 0;
+  // PruneOldest only: the bytes of JSON (and raw frames) it deleted.
+  std::int64_t bytes = 0;
   // True when the row budget ran out before everything old was gone.
   bool more = false;
 };
@@ -227,13 +276,36 @@ class Store {
   // Records the job's end time text (`job_cache_store_endtime`).
   virtual void UpdateEndtime(const std::string& jid, const std::string& endtime) = 0;
 
-  // Deletes jobs whose jid time is before `jobs_before` (with their load,
-  // expected minions and returns), and archived events and quarantined frames
-  // that arrived before `events_before`; at most `max_rows` rows in all
-  // (on PostgreSQL, whole days of archived events before `events_before` are
-  // dropped as partitions besides, outside that budget).
-  virtual CleanResult CleanOldJobs(std::optional<Micros> jobs_before,
-                                   std::optional<Micros> events_before, std::int64_t max_rows) = 0;
+  // Deletes what `retention` no longer keeps: each job (with its load,
+  // expected minions and returns) whose jid time is before the cut of the
+  // first rule of jobs_by_fun whose glob matches its load's `fun`, or before
+  // jobs_before when none matches; each archived event that arrived before
+  // the cut of the first rule of events_by_tag matching its tag, or before
+  // events_before when none matches; quarantined frames that arrived before
+  // events_before. At most `max_rows` rows in all (on PostgreSQL, whole days
+  // of archived events before every event cut are dropped as partitions
+  // besides, outside that budget). A jid that is not a time ages by when the
+  // store first saw it. Joins the open batch.
+  virtual CleanResult ApplyRetention(const Retention& retention, std::int64_t max_rows) = 0;
+  // ApplyRetention without rules by class.
+  CleanResult CleanOldJobs(std::optional<Micros> jobs_before, std::optional<Micros> events_before,
+                           std::int64_t max_rows) {
+    return ApplyRetention({.jobs_before = jobs_before, .events_before = events_before}, max_rows);
+  }
+
+  // For a size cap: deletes the oldest of everything, whatever its class:
+  // jobs (in jid order, a jid that is not a time by when it was first seen;
+  // with their returns and expected minions), archived events and quarantined
+  // frames (by arrival), oldest first across the three, until the payloads
+  // deleted (loads, returns, event data, raw frames) add up to `bytes` or
+  // `max_rows` rows went (then `more` is set). Joins the open batch.
+  virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
+  // The bytes the store's rows take, for brine.max_store_mb: on SQLite the
+  // pages in use (free pages not counted, the WAL neither); on PostgreSQL an
+  // estimate from its statistics (live rows x average row width per table,
+  // indexes not counted), 0 until ANALYZE (autovacuum) has run; it follows
+  // deletes as the statistics do (within about a second of a commit).
+  [[nodiscard]] virtual std::int64_t UsedBytes() = 0;
 
   // Replaces the counters of this Store's master (OpenOptions::master_id) with
   // `counters`. Joins the open batch, so counters commit with the data they count.
@@ -259,6 +331,18 @@ class Store {
   virtual void RefreshStatistics() {}
 
   // --- reads --------------------------------------------------------------------
+  // Every job whose jid text lies in [jid_min, jid_max] (each bound optional),
+  // in jid order, with its load, metadata, expected minions, nocache mark,
+  // endtime, first-seen time and returns. `fn` runs while the read is open
+  // (it must not call back into this Store); its exceptions propagate. Reads
+  // one consistent snapshot on SQLite; on PostgreSQL jobs are read 500 at a
+  // time, each chunk consistent.
+  virtual void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
+                                const std::function<void(StoredJob&&)>& fn) = 0;
+  // Every archived event that arrived in [from, until) (each bound optional),
+  // in archive order, as salt_events shows it. `fn` as for ForEachStoredJob.
+  virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                            const std::function<void(ArchivedEvent&&)>& fn) = 0;
   // Writes a consistent copy of the whole store to `to` (SQLite's backup API
   // in one step under one read transaction, so a writer on another connection
   // goes on and the copy is the store as of one commit; a single file, no WAL
