@@ -31,7 +31,7 @@ packages=(
   libyaml-cpp-dev
   python3 python3-yaml python3-zmq python3-msgpack
   clang libclang-rt-dev
-  postgresql libpq-dev
+  postgresql libpq-dev python3-psycopg2
   systemd logrotate
 )
 

@@ -13,6 +13,9 @@
 //     autocommit INSERT per return (salt_returns) and per event (salt_events)
 //     and an upsert per publish load (jids), into pgjsonb's own tables and
 //     indexes (spec salt-jobs.md 5.2), on one connection;
+//   store API: --lookup-returns returns of one job in one batch through
+//     OpenStore (no bus, no master): returns/s and round trips (the batching
+//     contract: a handful, never one per return);
 //   queries: brine-run jobs.list_jobs (json) over every job of the two-master
 //     run and jobs.lookup_jid of one job with --lookup-returns returns, warm
 //     (median of 3 after one run).
@@ -37,6 +40,7 @@
 #include "bench_support.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "brine/store/postgres_stats.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
 #include "event_stream.h"
@@ -234,17 +238,24 @@ int main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / ("brine-pg-bench-" + std::to_string(getpid()));
   fs::create_directories(dir);
   PostgresServer server(PostgresServer::Durability::kDurable);
-  const Stream stream = BuildStream(args.jobs, 1000, 10, brine::FromUnixMicros(1704110400000000));
+  constexpr int kReturnsPerJob = 10;  // of the stream's 12 events a job
+  const Stream stream = BuildStream(args.jobs, 1000, kReturnsPerJob, brine::FromUnixMicros(1704110400000000));
 
   std::string uri1, uri2;
   const double one = IngestRun(args, server, stream, 1, dir / "one", &uri1);
   const double two = IngestRun(args, server, stream, 2, dir / "two", &uri2);
   const double baseline = Baseline(server, stream, args.baseline_events);
 
-  // A job with --lookup-returns returns, through the store API, on the two-master database.
+  // A job with --lookup-returns returns, through the store API, on the
+  // two-master database, in one batch: its rate and round trips are the
+  // backend's own (no bus, no master).
   const std::string big_jid = brine::FormatJid(brine::FromUnixMicros(1704110400000000) - std::chrono::hours(1));
+  double api_returns_per_s = 0;
+  std::int64_t api_round_trips = 0;
   {
     auto store = brine::store::OpenStore(uri2, {.master_id = "bench_loader"});
+    const auto started = SteadyClock::now();
+    const std::int64_t trips_before = brine::store::PostgresRoundTrips();
     auto batch = store->BeginBatch();
     std::vector<std::string> minions;
     for (int i = 0; i < args.lookup_returns; ++i) minions.push_back("lookup-minion-" + std::to_string(i));
@@ -254,6 +265,9 @@ int main(int argc, char** argv) {
                                         {"retcode", 0}, {"success", true}}));
     }
     batch.Commit();
+    api_round_trips = brine::store::PostgresRoundTrips() - trips_before;
+    api_returns_per_s =
+        args.lookup_returns / std::chrono::duration<double>(SteadyClock::now() - started).count();
   }
   fs::create_directories(dir / "runner");
   std::ofstream(dir / "runner" / "master") << "id: bench_runner\ncachedir: " << (dir / "cache").string()
@@ -265,7 +279,10 @@ int main(int argc, char** argv) {
 
   std::printf("%-44s %14s\n", "PostgreSQL (local, durable)", "figure");
   std::printf("%-44s %14.0f\n", "ingest, 1 master (events/s)", one);
+  std::printf("%-44s %14.0f\n", "ingest, 1 master (returns/s)", one * kReturnsPerJob / 12);
   std::printf("%-44s %14.0f\n", "ingest, 2 masters at once (events/s, total)", two);
+  std::printf("%-44s %14.0f\n", "store API, one batch (returns/s)", api_returns_per_s);
+  std::printf("%-44s %14lld\n", "store API, one batch (round trips)", static_cast<long long>(api_round_trips));
   std::printf("%-44s %14.0f\n", "pgjsonb-style baseline (events/s)", baseline);
   std::printf("%-44s %14.1f\n", "2 masters / baseline", two / baseline);
   std::printf("%-44s %14.3f\n", ("list_jobs of " + std::to_string(args.jobs + 1) + " jobs (s, warm)").c_str(), list_s);
@@ -273,8 +290,10 @@ int main(int argc, char** argv) {
               lookup_s);
   std::printf(
       "{\"bench\":\"pg\",\"events\":%zu,\"ingest_one_master_eps\":%.0f,\"ingest_two_masters_eps\":%.0f,"
-      "\"baseline_eps\":%.0f,\"list_jobs_jobs\":%ld,\"list_jobs_s\":%.3f,\"lookup_returns\":%d,\"lookup_jid_s\":%.3f}\n",
-      stream.size(), one, two, baseline, args.jobs + 1, list_s, args.lookup_returns, lookup_s);
+      "\"baseline_eps\":%.0f,\"list_jobs_jobs\":%ld,\"list_jobs_s\":%.3f,\"lookup_returns\":%d,\"lookup_jid_s\":%.3f,"
+      "\"api_returns_per_s\":%.0f,\"api_round_trips\":%lld}\n",
+      stream.size(), one, two, baseline, args.jobs + 1, list_s, args.lookup_returns, lookup_s, api_returns_per_s,
+      static_cast<long long>(api_round_trips));
   std::error_code ec;
   fs::remove_all(dir, ec);
   return 0;

@@ -78,6 +78,9 @@ if r:
     add("PostgreSQL ingest, 1 master, events/s", "%.0f" % r["ingest_one_master_eps"], "", "")
     add("PostgreSQL 2 masters / pgjsonb-style baseline", "%.1f" % (r["ingest_two_masters_eps"] / r["baseline_eps"]),
         ">= 10", "pgjsonb %.0f ev/s" % r["baseline_eps"])
+    if "api_round_trips" in r:
+        add("PostgreSQL store API, %d returns in one batch: returns/s, round trips" % r["lookup_returns"],
+            "%.0f, %d" % (r["api_returns_per_s"], r["api_round_trips"]), "round trips << returns", "")
     add("PostgreSQL list_jobs of %d jobs, s warm" % r["list_jobs_jobs"], "%.3f" % r["list_jobs_s"], "<= 0.5", "")
     add("PostgreSQL lookup_jid of %d returns, s warm" % r["lookup_returns"], "%.3f" % r["lookup_jid_s"], "<= 0.1", "")
 

@@ -1054,3 +1054,21 @@ TEST_CASE("config: brine.database takes a postgresql URI as it is, and refuses o
     CHECK(error.find("hunter2") == std::string::npos);
   }
 }
+
+TEST_CASE("config: brine.read_database is unset by default and takes a path or a URI as brine.database does",
+          "[config]") {
+  TempDir dir;
+  WriteFile(dir / "master", "root_dir: /srv/root\n");
+  CHECK(!LoadMasterConfig(dir.path()).brine.read_database);
+  WriteFile(dir / "master", "root_dir: /srv/root\nbrine.read_database: /data/copy.sqlite\n");
+  CHECK(LoadMasterConfig(dir.path()).brine.read_database == fs::path("/srv/root/data/copy.sqlite"));
+  WriteFile(dir / "master", "brine:\n  read_database: 'postgresql://brine@replica1/brine?sslmode=verify-full'\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.brine.read_database == fs::path("postgresql://brine@replica1/brine?sslmode=verify-full"));
+  CHECK(c.brine.database == "/var/cache/salt/master/brine.sqlite");  // writes stay where they were
+  WriteFile(dir / "master", "brine.read_database: 'postgresql://brine:hunter2@replica1/brine'\n");
+  const std::string error = LoadError(dir.path());
+  INFO(error);
+  CHECK(error.find("brine.read_database: a password in the URI is refused") != std::string::npos);
+  CHECK(error.find("hunter2") == std::string::npos);
+}

@@ -395,6 +395,35 @@ TEST_CASE("runner: -l debug logs the config, the store, the query and the timing
                    "search_function=\"test.*\"") != std::string::npos);
 }
 
+TEST_CASE("runner: with brine.read_database the job functions read it, and queue and backup use brine.database",
+          "[runner]") {
+  // The read store: a copy of the store taken before a later job (as a
+  // replica that lags); brine-run must answer from it, not the primary.
+  Site s;
+  s.Publish("20240101120000000001", "test.ping", Value::EmptyList(), "*", "glob", "root", {"web1"});
+  s.Return("20240101120000000001", "web1", "test.ping", true);
+  s.Run({"jobs.list_jobs"});  // closes the writer
+  fs::copy_file(s.db(), s.dir() / "replica.sqlite");
+  s.Publish("20240101130000000002", "test.ping", Value::EmptyList(), "*", "glob", "root", {"web1"});
+  const fs::path conf = s.WriteConf("reader", "brine.read_database: " + (s.dir() / "replica.sqlite").string());
+  CHECK(Keys(s.Json({"jobs.list_jobs"})) == std::vector<std::string>{"20240101120000000001", "20240101130000000002"});
+  CHECK(Keys(s.Json({"jobs.list_jobs"}, conf)) == std::vector<std::string>{"20240101120000000001"});
+  const CliResult debug = s.Run({"-l", "debug", "jobs.list_jobs"}, conf);
+  CHECK(debug.err.find("opening the store " + (s.dir() / "replica.sqlite").string() + " read-only") !=
+        std::string::npos);
+  // Writes and backups go to brine.database.
+  CHECK(s.Json({"queue.insert", "q", "item"}, conf) == Value(true));
+  CHECK(s.Json({"queue.list_items", "q"}) == ParseJson(R"(["item"])"));
+  s.Json({"brine.backup", (s.dir() / "backup.sqlite").string()}, conf);
+  CHECK(brine::store::OpenStore(s.dir() / "backup.sqlite", {.access = brine::store::OpenOptions::Access::kReadOnly})
+            ->GetLoad("20240101130000000002")
+            .is_map());
+  CHECK(!brine::store::OpenStore(s.dir() / "backup.sqlite", {.access = brine::store::OpenOptions::Access::kReadOnly})
+             ->GetLoad("20240101130000000002")
+             .as_map()
+             .empty());
+}
+
 TEST_CASE("runner: --async prints the jid and salt-run's warning, not the result", "[runner]") {
   Site s;
   BuildSpecJobs(s);

@@ -10,32 +10,8 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/store.h"
+#include "support/doc_blocks.h"
 #include "support/temp_dir.h"
-
-namespace {
-
-std::vector<std::string> SqlBlocks(const std::string& markdown) {
-  std::vector<std::string> blocks;
-  std::istringstream in(markdown);
-  std::string line, current;
-  bool inside = false;
-  while (std::getline(in, line)) {
-    const auto first = line.find_first_not_of(' ');
-    const std::string trimmed = first == std::string::npos ? "" : line.substr(first);
-    if (!inside && trimmed == "```sql") {
-      inside = true;
-      current.clear();
-    } else if (inside && trimmed == "```") {
-      inside = false;
-      blocks.push_back(current);
-    } else if (inside) {
-      current += line + "\n";
-    }
-  }
-  return blocks;
-}
-
-}  // namespace
 
 TEST_CASE("schema docs: every forensic query runs as written and finds its rows", "[store][docs]") {
   brine::test::TempDir dir;
@@ -66,7 +42,7 @@ TEST_CASE("schema docs: every forensic query runs as written and finds its rows"
   std::ifstream in(std::string(BRINE_SOURCE_DIR) + "/docs/schema.md");
   std::stringstream md;
   md << in.rdbuf();
-  const auto blocks = SqlBlocks(md.str());
+  const auto blocks = brine::test::FencedBlocks(md.str(), "sql");
   REQUIRE(blocks.size() == 11);
 
   // The shell's own library, no brine functions registered: what an operator has.

@@ -30,8 +30,8 @@ constexpr int kMaxIncludeDepth = 32;
 constexpr std::string_view kDefaultInclude = "master.d/*.conf";
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-constexpr std::array<std::string_view, 21> kBrineKeys = {
-    "database",         "sock_dir",          "tcp_pull_port",
+constexpr std::array<std::string_view, 22> kBrineKeys = {
+    "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
     "max_frame_bytes",  "max_queue_mb",      "keep_events_seconds",
@@ -579,21 +579,22 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   c.master_job_cache = Typer::Text(t.Salt("master_job_cache"), "a returner name").value_or("local_cache");
 
   MasterConfig::Brine& b = c.brine;
-  const Found database_key = t.Brine("database");
-  std::optional<std::string> database = Typer::Path(database_key);
-  if (database && IsDatabaseUri(*database)) {
-    // A PostgreSQL URI (libpq's syntax) is passed on as it is. Its password
-    // must come from libpq's own sources: a config file is world-readable
-    // more often than not, and the URI shows in logs and errors.
+  // A path with root_dir applied, or a PostgreSQL URI (libpq's syntax) as it
+  // is. A URI's password must come from libpq's own sources: a config file is
+  // world-readable more often than not, and the URI shows in logs and errors.
+  auto database_of = [&](const Found& key) -> std::optional<std::string> {
+    std::optional<std::string> database = Typer::Path(key);
+    if (!database || !IsDatabaseUri(*database)) {
+      return database ? std::optional(internal::PrependRootDir(root_dir, *database)) : std::nullopt;
+    }
     if (UriHasPassword(*database)) {
-      throw ConfigError(database_key.file.string() + ": " + database_key.key +
+      throw ConfigError(key.file.string() + ": " + key.key +
                         ": a password in the URI is refused; put it in ~/.pgpass, PGPASSFILE or passfile=");
     }
-    b.database = *database;
-  } else {
-    b.database = database ? internal::PrependRootDir(root_dir, *database)
-                          : PyJoin(c.cachedir.string(), "brine.sqlite");
-  }
+    return database;
+  };
+  b.database = database_of(t.Brine("database")).value_or(PyJoin(c.cachedir.string(), "brine.sqlite"));
+  if (auto read = database_of(t.Brine("read_database"))) b.read_database = *read;
   std::optional<std::string> brine_sock_dir = Typer::Path(t.Brine("sock_dir"));
   b.sock_dir =
       brine_sock_dir ? fs::path(internal::PrependRootDir(root_dir, *brine_sock_dir)) : c.sock_dir;

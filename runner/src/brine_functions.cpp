@@ -192,7 +192,14 @@ Value Backup(Context& ctx, const std::string& path) {
   const auto started = std::chrono::steady_clock::now();
   ctx.Debug("backing the store up to " + to.string());
   try {
-    ctx.Store().BackupTo(to);
+    // The store brine-master writes, never brine.read_database: a backup of
+    // a copy would carry the copy's lag.
+    const auto& cfg = ctx.config().brine;
+    if (cfg.read_database) {
+      store::OpenStore(cfg.database, {.access = store::OpenOptions::Access::kReadOnly})->BackupTo(to);
+    } else {
+      ctx.Store().BackupTo(to);
+    }
   } catch (const store::StoreError& e) {
     throw RuntimeFailure(e.what());
   }

@@ -14,7 +14,8 @@ void Context::Debug(const std::string& text) {
 
 store::Store& Context::Store() {
   if (!store_) {
-    const auto& path = config_.brine.database;
+    // brine.read_database (a replica) when set: these reads never write.
+    const auto& path = config_.brine.read_database.value_or(config_.brine.database);
     const auto started = std::chrono::steady_clock::now();
     Debug("opening the store " + path.string() + " read-only");
     try {

@@ -2,12 +2,22 @@
 // migrations/postgres/*.sql and docs/schema.md. Several brine-masters may
 // write one database: job, minion and return rows are created with
 // ON CONFLICT, so the first return wins across masters too, and events are
-// numbered by the database. Events and quarantined frames of a batch are sent
-// at commit as one multi-row INSERT.
+// numbered by the database.
+//
+// Round trips (the "one per batch, never per row"): a write that
+// returns nothing waits, and so do returns and events; each round trip sends
+// everything waiting in one libpq pipeline ahead of its own statement, and
+// COMMIT is such a round trip. What still asks at once: a job's row, the
+// first time a batch names the jid (its state, and which minions returned
+// already, decide first-wins without asking per return); a minion's row the
+// first time this connection sees the name; return ids, 1000 at a time; and
+// the rare paths (repeats, retention). A batch whose jobs were all named
+// earlier in it therefore costs one round trip.
 #include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "backend.h"
 #include "brine/core/glob.h"
@@ -24,6 +34,11 @@ namespace {
 constexpr std::int64_t kMigrationLock = 0x6272696e65L;  // "brine"
 // Rows per multi-row INSERT (PostgreSQL allows 65535 parameters a statement).
 constexpr std::size_t kEventsPerInsert = 8000;
+constexpr std::size_t kReturnsPerInsert = 8000;
+// Waiting writes that make a round trip of their own (memory bound).
+constexpr std::size_t kMaxDeferred = 4 * PgConnection::kPipelineChunk;
+// Return ids drawn from ret's sequence per round trip.
+constexpr int kReturnIdsPerDraw = 1000;
 
 std::string TimeText(Micros t) {
   // timestamptz accepts the epoch form with a fraction.
@@ -153,6 +168,13 @@ std::optional<std::int64_t> PartitionDay(std::string_view name) {
 
 PgParam P(std::string_view v) { return PgParam{v}; }
 
+// Parameters of a statement that waits (PgStatement owns them).
+using Owned = PgStatement::Param;
+Owned O(std::string v) { return Owned{std::move(v)}; }
+Owned ONull() { return Owned{}; }
+Owned OBool(const std::optional<bool>& b) { return b ? O(*b ? "t" : "f") : ONull(); }
+Owned OInt(const std::optional<std::int64_t>& v) { return v ? O(std::to_string(*v)) : ONull(); }
+
 // Minion name -> row id cache bound (sqlite_backend.cpp says why).
 constexpr std::size_t kMaxCachedMinions = 100000;
 
@@ -202,17 +224,20 @@ class PostgresBackend final : public Backend {
   void Begin() override { begin_pending_ = true; }
 
   void Commit() override {
-    FlushEvents();
-    if (begin_pending_) {
+    returned_.clear();
+    if (begin_pending_ && !Waiting()) {
       begin_pending_ = false;  // nothing was written
       return;
     }
-    db_->Exec("COMMIT");
+    Send(PgStatement{"COMMIT", {}});
   }
 
   void Rollback() noexcept override {
     begin_pending_ = false;
     pending_events_.clear();
+    pending_returns_.clear();
+    deferred_.clear();
+    returned_.clear();
     minions_.clear();
     try {
       if (db_ && db_->in_transaction()) db_->Exec("ROLLBACK");
@@ -227,51 +252,61 @@ class PostgresBackend final : public Backend {
   // --- job cache primitives ---------------------------------------------------
 
   JobState GetOrCreateJob(const std::string& jid, Micros seen) override {
-    // No UPDATE of an existing row (that would write a new row version per
-    // job and batch). When another master inserts the jid at the same moment,
-    // this statement's snapshot cannot see its row: the plain SELECT after
-    // it, a statement of its own, can.
+    // One round trip, three statements: create the row unless it exists (no
+    // UPDATE: that would write a new row version per job and batch); lock it
+    // until this batch commits (FOR NO KEY UPDATE: another master's batch
+    // naming the jid waits here for ours, so two masters never both decide
+    // that the same minion's return is the first); then, in a statement of
+    // its own whose snapshot is taken after the lock (READ COMMITTED), read
+    // its state and which minions returned already (InsertReturn decides
+    // first-wins from them). brine_check_stored stays as the net for writers
+    // that take no lock.
     const std::string t = TimeText(seen);
-    constexpr const char* kColumns = "id, load_kind, nocache, metadata IS NOT NULL, stub_minions";
-    PgResult r = Db().Exec(std::string("WITH i AS (INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2))"
-                                       " ON CONFLICT (jid) DO NOTHING RETURNING ") +
-                               kColumns + ") SELECT * FROM i UNION ALL SELECT " + kColumns +
-                               " FROM job WHERE jid = $1",
-                           {P(jid), P(t)});
-    if (r.rows() == 0) r = Db().Exec(std::string("SELECT ") + kColumns + " FROM job WHERE jid = $1", {P(jid)});
+    Defer("INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2)) ON CONFLICT (jid) DO NOTHING", {O(jid), O(t)});
+    Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)});
+    PgResult r = Query(
+        "SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions,"
+        " (SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id) FROM job WHERE jid = $1",
+        {O(jid)});
     JobState s;
     s.id = r.integer(0, 0);
     s.load_kind = static_cast<LoadKind>(r.integer(0, 1));
     s.nocache = r.text(0, 2) == "t";
     s.has_metadata = r.text(0, 3) == "t";
     s.stub_minions = r.text(0, 4) == "t";
+    auto& minions = returned_[s.id];
+    minions.clear();
+    std::string_view list = r.text(0, 5);
+    while (!list.empty()) {
+      const auto comma = list.find(',');
+      minions.insert(std::stoll(std::string(list.substr(0, comma))));
+      list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    }
     return s;
   }
 
-  void SetNocache(std::int64_t job) override { Db().Exec("UPDATE job SET nocache = true WHERE id = " + Int(job)); }
+  void SetNocache(std::int64_t job) override { Defer("UPDATE job SET nocache = true WHERE id = " + Int(job)); }
 
   void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
                const std::optional<std::string>& metadata_json) override {
     const std::string k = Int(static_cast<int>(kind));
-    Db().Exec("UPDATE job SET load = $1, fun = $2, load_kind = " + k +
-                  ", metadata = coalesce(metadata, $3) WHERE id = " + Int(job) + " AND (load_kind <> 3 OR " + k +
-                  " = 3)",
-              {P(load_json), fun ? P(*fun) : PgParam::Null(),
-               metadata_json ? P(*metadata_json) : PgParam::Null()});
+    Defer("UPDATE job SET load = $1, fun = $2, load_kind = " + k + ", metadata = coalesce(metadata, $3) WHERE id = " +
+              Int(job) + " AND (load_kind <> 3 OR " + k + " = 3)",
+          {O(load_json), fun ? O(*fun) : ONull(), metadata_json ? O(*metadata_json) : ONull()});
   }
 
   void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
                    std::string_view minion) override {
-    Db().Exec("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = " + Int(job) +
-                  " AND load_kind = 0",
-              {P(load_json), fun ? P(*fun) : PgParam::Null()});
+    Defer("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = " + Int(job) +
+              " AND load_kind = 0",
+          {O(load_json), fun ? O(*fun) : ONull()});
     const std::string m(minion);
     AddExpected(job, std::span(&m, 1));
   }
 
   void DropStubMinions(std::int64_t job) override {
-    Db().Exec("DELETE FROM job_minion WHERE job_id = " + Int(job));
-    Db().Exec("UPDATE job SET stub_minions = false WHERE id = " + Int(job));
+    Defer("DELETE FROM job_minion WHERE job_id = " + Int(job));
+    Defer("UPDATE job SET stub_minions = false WHERE id = " + Int(job));
   }
 
   void AddExpected(std::int64_t job, std::span<const std::string> minions) override {
@@ -283,73 +318,87 @@ class PostgresBackend final : public Backend {
       if (!values.empty()) values += ',';
       values += "(" + Int(job) + "," + Int(id) + ")";
     }
-    Db().Exec("INSERT INTO job_minion (job_id, minion_id) VALUES " + values + " ON CONFLICT DO NOTHING");
+    Defer("INSERT INTO job_minion (job_id, minion_id) VALUES " + values + " ON CONFLICT DO NOTHING");
   }
 
   std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
     const std::int64_t minion = MinionId(row.minion);
-    const std::string t = TimeText(row.received);
-    const std::string rc = row.retcode ? Int(*row.retcode) : "";
-    PgResult r = Db().Exec(
-        "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret)"
-        " VALUES (" + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4)"
-        " ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING id",
-        {P(t), Bool(row.success), row.retcode ? P(rc) : PgParam::Null(), P(*row.full_ret)});
-    if (r.rows() == 0) return std::nullopt;
-    return r.integer(0, 0);
+    auto known = returned_.find(row.job_id);
+    if (known == returned_.end()) {
+      // A job this transaction did not read (JobCache always reads it
+      // first); ask, as before batching.
+      const std::string t = TimeText(row.received);
+      PgResult r = Query(
+          "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret)"
+          " VALUES (" + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4)"
+          " ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING id",
+          {O(t), OBool(row.success), OInt(row.retcode), O(*row.full_ret)});
+      if (r.rows() == 0) return std::nullopt;
+      return r.integer(0, 0);
+    }
+    // First wins, decided here: the job's returned minions as read with the
+    // job, plus this batch's. Another master storing the same return before
+    // the commit fails the commit (brine_check_stored), and the replay sees it.
+    if (!known->second.insert(minion).second) return std::nullopt;
+    const ReturnId id = NextReturnId();
+    pending_returns_.push_back({id, row.job_id, minion, TimeText(row.received), row.success, row.retcode, *row.full_ret});
+    if (pending_returns_.size() >= kReturnsPerInsert) Send(std::nullopt);
+    return id;
   }
 
   std::pair<ReturnId, std::string> StoredReturn(std::int64_t job, std::string_view minion) override {
-    PgResult r = Db().Exec("SELECT id, full_ret FROM ret WHERE job_id = " + Int(job) +
-                           " AND minion_id = " + Int(MinionId(minion)));
+    const std::int64_t minion_id = MinionId(minion);
+    for (auto it = pending_returns_.rbegin(); it != pending_returns_.rend(); ++it) {
+      if (it->job == job && it->minion == minion_id) return {it->id, it->full_ret};
+    }
+    PgResult r = Query("SELECT id, full_ret FROM ret WHERE job_id = " + Int(job) + " AND minion_id = " + Int(minion_id));
     return {r.integer(0, 0), std::string(r.text(0, 1))};
   }
 
   std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
                                                              const std::string& minion) override {
-    PgResult r = Db().Exec(
+    PgResult r = Query(
         "SELECT r.id, r.full_ret FROM ret AS r JOIN job AS j ON j.id = r.job_id"
         " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1 AND m.name = $2",
-        {P(jid), P(minion)});
+        {O(jid), O(minion)});
     if (r.rows() == 0) return std::nullopt;
     return std::pair<ReturnId, std::string>{r.integer(0, 0), std::string(r.text(0, 1))};
   }
 
   void ReplaceReturn(ReturnId id, const ReturnRow& row) override {
-    DetachEvents("ret_id = " + Int(id));
-    const std::string rc = row.retcode ? Int(*row.retcode) : "";
-    Db().Exec("UPDATE ret SET full_ret = $1, success = $2, retcode = $3 WHERE id = " + Int(id),
-              {P(*row.full_ret), Bool(row.success), row.retcode ? P(rc) : PgParam::Null()});
+    DetachEvents("ret_id = " + Int(id));  // sends what waits first
+    Defer("UPDATE ret SET full_ret = $1, success = $2, retcode = $3 WHERE id = " + Int(id),
+          {O(*row.full_ret), OBool(row.success), OInt(row.retcode)});
   }
 
   void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) override {
-    Db().Exec("UPDATE job SET metadata = $1 WHERE id = " + Int(job) + " AND metadata IS NULL", {P(metadata_json)});
+    Defer("UPDATE job SET metadata = $1 WHERE id = " + Int(job) + " AND metadata IS NULL", {O(metadata_json)});
   }
 
   std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) override {
-    PgResult r = Db().Exec("SELECT r.job_id, m.name FROM ret AS r JOIN minion AS m ON m.id = r.minion_id WHERE r.id = " +
-                           Int(id));
+    PgResult r = Query("SELECT r.job_id, m.name FROM ret AS r JOIN minion AS m ON m.id = r.minion_id WHERE r.id = " +
+                       Int(id));
     if (r.rows() == 0) return std::nullopt;
     return std::pair<std::int64_t, std::string>{r.integer(0, 0), std::string(r.text(0, 1))};
   }
 
   void AppendEvents(std::span<const EventRow> events) override {
     pending_events_.insert(pending_events_.end(), events.begin(), events.end());
-    if (pending_events_.size() >= kEventsPerInsert) FlushEvents();
+    if (pending_events_.size() >= kEventsPerInsert) Send(std::nullopt);
   }
 
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
-    const std::string t = TimeText(received);
-    Db().Exec("INSERT INTO quarantine (received, reason, raw) VALUES (to_timestamp($1), $2, $3)",
-              {P(t), P(reason), PgParam{raw, true}});
+    Defer("INSERT INTO quarantine (received, reason, raw) VALUES (to_timestamp($1), $2, $3)",
+          {O(TimeText(received)), O(reason), Owned{std::string(raw), true}});
   }
 
   void SetEndtime(std::int64_t job, const std::string& endtime) override {
-    Db().Exec("UPDATE job SET endtime = $1 WHERE id = " + Int(job), {P(endtime)});
+    Defer("UPDATE job SET endtime = $1 WHERE id = " + Int(job), {O(endtime)});
   }
 
   CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override {
-    FlushEvents();
+    Send(std::nullopt);
+    returned_.clear();  // returns may go
     CleanResult result;
     std::int64_t budget = max_rows;
     // With rules by class, each row's class is the first glob that matches
@@ -464,7 +513,8 @@ class PostgresBackend final : public Backend {
   }
 
   CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override {
-    FlushEvents();
+    Send(std::nullopt);
+    returned_.clear();  // returns may go
     CleanResult result;
     std::int64_t budget = max_rows;
     constexpr std::int64_t kRowsPerStep = 500;
@@ -518,20 +568,17 @@ class PostgresBackend final : public Backend {
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
     if (counters.empty()) return;
     std::string values;
-    std::vector<PgParam> params;
-    std::vector<std::string> numbers;
-    numbers.reserve(counters.size());
+    std::vector<Owned> params;
     for (const auto& [name, value] : counters) {
-      numbers.push_back(Int(value));
       if (!values.empty()) values += ',';
       values += "(" + Int(master_row_) + ", $" + Int(static_cast<std::int64_t>(params.size()) + 1) + ", $" +
                 Int(static_cast<std::int64_t>(params.size()) + 2) + "::bigint)";
-      params.push_back(P(name));
-      params.push_back(P(numbers.back()));
+      params.push_back(O(name));
+      params.push_back(O(Int(value)));
     }
-    Db().Exec("INSERT INTO master_counter (master_id, name, value) VALUES " + values +
-                  " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value",
-              params);
+    Defer("INSERT INTO master_counter (master_id, name, value) VALUES " + values +
+              " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value",
+          std::move(params));
   }
 
   // --- maintenance --------------------------------------------------------------
@@ -844,13 +891,126 @@ class PostgresBackend final : public Backend {
 
  private:
   // The connection, with the batch's BEGIN sent first when still pending.
+  // The connection for a statement of its own, once what waits is sent.
   PgConnection& Db() {
+    if (begin_pending_ || Waiting()) Send(std::nullopt);
+    return *db_;
+  }
+
+  bool Waiting() const { return !deferred_.empty() || !pending_returns_.empty() || !pending_events_.empty(); }
+
+  // A write that returns nothing: sent with the next round trip.
+  void Defer(std::string sql, std::vector<Owned> params = {}) {
+    deferred_.push_back({std::move(sql), std::move(params)});
+    if (deferred_.size() >= kMaxDeferred) Send(std::nullopt);
+  }
+
+  // One statement whose result is needed now, riding with what waits.
+  PgResult Query(std::string sql, std::vector<Owned> params = {}) {
+    return *Send(PgStatement{std::move(sql), std::move(params)});
+  }
+
+  // One round trip: BEGIN if the batch has not begun, the batch's returns,
+  // the deferred writes in order, its events, then `last` (if any), whose
+  // result is returned. Returns go first: events and later statements name
+  // them, and they need nothing that waits (jobs and minions exist already).
+  std::optional<PgResult> Send(std::optional<PgStatement> last) {
+    std::vector<PgStatement> all;
     if (begin_pending_) {
       begin_pending_ = false;
       EnsureEventPartitions();  // DDL of its own, before the batch's transaction
-      db_->Exec("BEGIN");
+      all.push_back({"BEGIN", {}});
     }
-    return *db_;
+    AppendReturnInserts(all);
+    for (PgStatement& st : deferred_) all.push_back(std::move(st));
+    deferred_.clear();
+    AppendEventInserts(all);
+    const bool has_last = last.has_value();
+    if (has_last) all.push_back(std::move(*last));
+    if (all.empty()) return std::nullopt;
+    std::vector<PgResult> results = db_->ExecPipeline(all);
+    if (!has_last) return std::nullopt;
+    return std::move(results.back());
+  }
+
+  // The next return id from ret's identity sequence, drawn 1000 at a time
+  // (ids drawn and not used are skipped, as any sequence's after a rollback).
+  ReturnId NextReturnId() {
+    if (free_return_ids_.empty()) {
+      PgResult r = Query("SELECT nextval(pg_get_serial_sequence('ret', 'id')) FROM generate_series(1, " +
+                         Int(kReturnIdsPerDraw) + ") ORDER BY 1 DESC");
+      for (int i = 0; i < r.rows(); ++i) free_return_ids_.push_back(r.integer(i, 0));
+    }
+    const ReturnId id = free_return_ids_.back();
+    free_return_ids_.pop_back();
+    return id;
+  }
+
+  // Multi-row INSERTs of the waiting returns, each checking that every row
+  // went in (brine_check_stored, migrations/postgres/0002).
+  void AppendReturnInserts(std::vector<PgStatement>& out) {
+    AppendMultiRow(
+        pending_returns_, kReturnsPerInsert,
+        "WITH v (id, job_id, minion_id, recv, success, retcode, full_ret) AS (VALUES ",
+        [](PendingReturn& r, std::vector<Owned>& params) {
+          // One statement each: the operands of + are not sequenced, and
+          // the placeholders must number the parameters in order.
+          const std::string recv = Param(params, O(std::move(r.received)));
+          const std::string success = Param(params, OBool(r.success));
+          const std::string retcode = Param(params, OInt(r.retcode));
+          const std::string full_ret = Param(params, O(std::move(r.full_ret)));
+          return "(" + Int(r.id) + "::bigint," + Int(r.job) + "::bigint," + Int(r.minion) + "::bigint,to_timestamp(" +
+                 recv + "::double precision)," + success + "::boolean," + retcode + "::bigint," + full_ret + "::text)";
+        },
+        [](std::size_t n) {
+          return "), i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret)"
+                 " OVERRIDING SYSTEM VALUE SELECT * FROM v ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING 1)"
+                 " SELECT brine_check_stored((SELECT count(*) FROM i), " + Int(static_cast<std::int64_t>(n)) + ")";
+        },
+        out);
+  }
+
+  // Multi-row INSERTs of the waiting events, in order.
+  void AppendEventInserts(std::vector<PgStatement>& out) {
+    const std::string master = Int(master_row_);
+    AppendMultiRow(
+        pending_events_, kEventsPerInsert, "INSERT INTO event (received, master_id, job_id, tag, data, ret_id, stamp) VALUES ",
+        [&](EventRow& e, std::vector<Owned>& params) {
+          const std::string received = Param(params, O(TimeText(e.received)));
+          const std::string job = Param(params, OInt(e.job_id));
+          const std::string tag = Param(params, e.tag ? O(std::move(*e.tag)) : ONull());
+          const std::string data = Param(params, e.data ? O(std::move(*e.data)) : ONull());
+          const std::string ret = Param(params, OInt(e.ret_id ? std::optional<std::int64_t>(*e.ret_id) : std::nullopt));
+          const std::string stamp = Param(params, e.stamp ? O(std::move(*e.stamp)) : ONull());
+          return "(to_timestamp(" + received + "::double precision)," + master + "," + job + "::bigint," + tag + "," +
+                 data + "," + ret + "::bigint," + stamp + ")";
+        },
+        [](std::size_t) { return std::string(); }, out);
+  }
+
+  // Appends `value` to `params` and returns its placeholder ($n).
+  static std::string Param(std::vector<Owned>& params, Owned value) {
+    params.push_back(std::move(value));
+    return "$" + Int(static_cast<std::int64_t>(params.size()));
+  }
+
+  // Statements of up to `per` rows each (PostgreSQL takes 65535 parameters
+  // a statement): `head`, then `row(r, params)` for each row, comma-separated,
+  // then `tail(rows in it)`. Empties `rows`.
+  template <class R, class RowSql, class TailSql>
+  static void AppendMultiRow(std::vector<R>& rows, std::size_t per, const std::string& head, RowSql&& row,
+                             TailSql&& tail, std::vector<PgStatement>& out) {
+    for (std::size_t done = 0; done < rows.size(); done += per) {
+      const std::size_t n = std::min(per, rows.size() - done);
+      PgStatement st{head, {}};
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i > 0) st.sql += ',';
+        st.sql += row(rows[done + i], st.params);
+      }
+      st.sql += tail(n);
+      out.push_back(std::move(st));
+    }
+    rows.clear();
   }
 
   // Creates the archive's partitions for yesterday, today and tomorrow (UTC)
@@ -881,10 +1041,6 @@ class PostgresBackend final : public Backend {
     }
   }
 
-  static PgParam Bool(const std::optional<bool>& b) {
-    if (!b) return PgParam::Null();
-    return P(*b ? "t" : "f");
-  }
 
   static bool Passes(const JobFilter& filter, bool glob_fun, std::string_view, std::string_view load_text,
                      bool metadata_null, std::string_view metadata_text) {
@@ -960,12 +1116,12 @@ class PostgresBackend final : public Backend {
     }
     if (unknown.empty()) return ids;
     array += "]";
-    PgResult r = Db().Exec(
+    PgResult r = Query(
         "WITH n AS (SELECT DISTINCT value AS name FROM json_array_elements_text($1::json)),"
         " i AS (INSERT INTO minion (name) SELECT name FROM n ORDER BY name ON CONFLICT (name) DO NOTHING"
         "  RETURNING id, name)"
         " SELECT id, name FROM i UNION ALL SELECT m.id, m.name FROM minion AS m JOIN n ON n.name = m.name",
-        {P(array)});
+        {O(std::move(array))});
     for (int row = 0; row < r.rows(); ++row) minions_[std::string(r.text(row, 1))] = r.integer(row, 0);
     for (std::size_t i : unknown) {
       if (auto it = minions_.find(names[i]); it != minions_.end()) {
@@ -973,7 +1129,7 @@ class PostgresBackend final : public Backend {
         continue;
       }
       // Inserted by another master at the same moment: visible to a new statement.
-      PgResult again = Db().Exec("SELECT id FROM minion WHERE name = $1", {P(names[i])});
+      PgResult again = Query("SELECT id FROM minion WHERE name = $1", {O(names[i])});
       ids[i] = minions_[names[i]] = again.integer(0, 0);
     }
     return ids;
@@ -982,8 +1138,7 @@ class PostgresBackend final : public Backend {
   // Gives archived return events matching `where` their own copy of the
   // payload (with their own _stamp) and tag, before the return changes or goes.
   void DetachEvents(const std::string& where) {
-    FlushEvents();
-    PgResult r = Db().Exec(
+    PgResult r = Query(
         "SELECT e.id, r.full_ret, e.stamp, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name)"
         " FROM event AS e JOIN ret AS r ON r.id = e.ret_id JOIN job AS j ON j.id = r.job_id"
         " JOIN minion AS m ON m.id = r.minion_id WHERE e." + where);
@@ -994,9 +1149,8 @@ class PostgresBackend final : public Backend {
         v.Set("_stamp", std::string(r.text(i, 2)));
         data = ToJson(v);
       }
-      Db().Exec("UPDATE event SET data = $1, tag = $2, ret_id = NULL, stamp = NULL WHERE id = " +
-                    Int(r.integer(i, 0)),
-                {P(data), P(r.text(i, 3))});
+      Defer("UPDATE event SET data = $1, tag = $2, ret_id = NULL, stamp = NULL WHERE id = " + Int(r.integer(i, 0)),
+            {O(std::move(data)), O(std::string(r.text(i, 3)))});
     }
   }
 
@@ -1015,46 +1169,29 @@ class PostgresBackend final : public Backend {
         .affected();
   }
 
-  // One multi-row INSERT for the events of the batch so far.
-  void FlushEvents() {
-    std::size_t done = 0;
-    while (done < pending_events_.size()) {
-      const std::size_t n = std::min(kEventsPerInsert, pending_events_.size() - done);
-      std::string sql = "INSERT INTO event (received, master_id, job_id, tag, data, ret_id, stamp) VALUES ";
-      std::vector<std::string> numbers;
-      numbers.reserve(n * 3);
-      std::vector<PgParam> params;
-      params.reserve(n * 6);
-      const std::string master = Int(master_row_);
-      for (std::size_t i = 0; i < n; ++i) {
-        const EventRow& e = pending_events_[done + i];
-        const std::size_t b = params.size();
-        numbers.push_back(TimeText(e.received));
-        params.push_back(P(numbers.back()));
-        numbers.push_back(e.job_id ? Int(*e.job_id) : "");
-        params.push_back(e.job_id ? P(numbers.back()) : PgParam::Null());
-        params.push_back(e.tag ? P(*e.tag) : PgParam::Null());
-        params.push_back(e.data ? P(*e.data) : PgParam::Null());
-        numbers.push_back(e.ret_id ? Int(*e.ret_id) : "");
-        params.push_back(e.ret_id ? P(numbers.back()) : PgParam::Null());
-        params.push_back(e.stamp ? P(*e.stamp) : PgParam::Null());
-        if (i > 0) sql += ',';
-        sql += "(to_timestamp($" + Int(b + 1) + ")," + master + ",$" + Int(b + 2) + "::bigint,$" + Int(b + 3) +
-               ",$" + Int(b + 4) + ",$" + Int(b + 5) + "::bigint,$" + Int(b + 6) + ")";
-      }
-      Db().Exec(sql, params);
-      done += n;
-    }
-    pending_events_.clear();
-  }
-
   SystemClock system_clock_;
   const Clock* clock_;  // the options' clock or system_clock_
   std::unique_ptr<PgConnection> db_;
   std::int64_t master_row_ = 0;
   bool begin_pending_ = false;
   std::int64_t partitions_day_ = INT64_MIN;  // the day EnsureEventPartitions last ran for
-  std::vector<EventRow> pending_events_;  // sent at commit
+  // A return waiting for the next round trip, with the id already handed out.
+  struct PendingReturn {
+    ReturnId id;
+    std::int64_t job;
+    std::int64_t minion;
+    std::string received;  // TimeText
+    std::optional<bool> success;
+    std::optional<std::int64_t> retcode;
+    std::string full_ret;
+  };
+  // What waits for the next round trip (Send); dropped on rollback.
+  std::vector<PgStatement> deferred_;
+  std::vector<PendingReturn> pending_returns_;
+  std::vector<EventRow> pending_events_;
+  // Per job read in this transaction: the minions with a stored or waiting return.
+  std::unordered_map<std::int64_t, std::unordered_set<std::int64_t>> returned_;
+  std::vector<ReturnId> free_return_ids_;  // drawn from ret's sequence, not yet used
   std::unordered_map<std::string, std::int64_t> minions_;  // dropped on rollback
 };
 

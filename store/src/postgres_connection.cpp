@@ -2,8 +2,26 @@
 
 #include <libpq-fe.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
+
+#include "brine/store/postgres_stats.h"
+
+namespace brine::store::detail {
+
+namespace {
+std::atomic<std::int64_t> round_trips{0};
+}  // namespace
+
+std::int64_t PgRoundTripCount() { return round_trips.load(std::memory_order_relaxed); }
+
+}  // namespace brine::store::detail
+
+namespace brine::store {
+std::int64_t PostgresRoundTrips() { return detail::PgRoundTripCount(); }
+}  // namespace brine::store
 
 namespace brine::store::detail {
 
@@ -64,10 +82,13 @@ std::string PgConnection::Where() const {
 
 bool PgConnection::in_transaction() const { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
 
+// A failure of libpq itself (no result, a send that failed): the connection
+// is gone or unusable even when libpq has not marked it bad yet (in pipeline
+// mode it may not have when a send to a killed server failed).
 PgError PgConnection::Failure(const char* what) const {
   std::string message = PQerrorMessage(conn_);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  return PgError(std::string(what) + ": " + message, "", PQstatus(conn_) != CONNECTION_OK);
+  return PgError(std::string(what) + ": " + message, "", true);
 }
 
 namespace {
@@ -77,12 +98,15 @@ PgError ResultFailure(pg_conn* conn, PGresult* r) {
   std::string message = PQresultErrorMessage(r);
   if (message.empty()) message = PQerrorMessage(conn);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-  return PgError(message, state ? state : "", PQstatus(conn) != CONNECTION_OK);
+  // No SQLSTATE: libpq made the error itself ("server closed the connection
+  // unexpectedly"), which is a lost connection.
+  return PgError(message, state ? state : "", PQstatus(conn) != CONNECTION_OK || state == nullptr);
 }
 
 }  // namespace
 
 PgResult PgConnection::Exec(const std::string& sql, const std::vector<PgParam>& params) {
+  round_trips.fetch_add(1, std::memory_order_relaxed);
   PGresult* r = nullptr;
   if (params.empty()) {
     r = PQexec(conn_, sql.c_str());
@@ -117,7 +141,60 @@ PgResult PgConnection::Exec(const std::string& sql, const std::vector<PgParam>& 
   return PgResult(r);
 }
 
+std::vector<PgResult> PgConnection::ExecPipeline(const std::vector<PgStatement>& statements) {
+  std::vector<PgResult> results;
+  results.reserve(statements.size());
+  for (std::size_t done = 0; done < statements.size(); done += kPipelineChunk) {
+    const std::size_t end = std::min(statements.size(), done + kPipelineChunk);
+    round_trips.fetch_add(1, std::memory_order_relaxed);
+    if (PQenterPipelineMode(conn_) == 0) throw Failure("PostgreSQL pipeline");
+    std::optional<PgError> failed;
+    try {
+      for (std::size_t i = done; i < end; ++i) {
+        const PgStatement& st = statements[i];
+        std::vector<const char*> values;
+        std::vector<int> lengths, formats;
+        values.reserve(st.params.size());
+        for (const PgStatement::Param& p : st.params) {
+          values.push_back(p.value ? p.value->c_str() : nullptr);
+          lengths.push_back(p.value ? static_cast<int>(p.value->size()) : 0);
+          formats.push_back(p.binary ? 1 : 0);
+        }
+        if (PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(st.params.size()), nullptr, values.data(),
+                              lengths.data(), formats.data(), 0) == 0) {
+          throw Failure("PostgreSQL");
+        }
+      }
+      if (PQpipelineSync(conn_) == 0) throw Failure("PostgreSQL");
+      // One result (then a NULL) per statement, then the sync's.
+      for (std::size_t i = done; i < end; ++i) {
+        PGresult* r = PQgetResult(conn_);
+        if (r == nullptr) throw Failure("PostgreSQL");
+        const ExecStatusType st = PQresultStatus(r);
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+          results.emplace_back(r);
+        } else {
+          if (st != PGRES_PIPELINE_ABORTED && !failed) failed = ResultFailure(conn_, r);
+          PQclear(r);
+        }
+        while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+      }
+      PGresult* sync = PQgetResult(conn_);
+      if (sync == nullptr) throw Failure("PostgreSQL");
+      PQclear(sync);
+    } catch (...) {
+      // A broken connection: leave pipeline mode as far as libpq lets us.
+      PQexitPipelineMode(conn_);
+      throw;
+    }
+    if (PQexitPipelineMode(conn_) == 0 && !failed) throw Failure("PostgreSQL pipeline");
+    if (failed) throw *failed;
+  }
+  return results;
+}
+
 void PgConnection::StartRows(const std::string& sql, const std::vector<PgParam>& params) {
+  round_trips.fetch_add(1, std::memory_order_relaxed);
   std::vector<std::string> copies;
   std::vector<const char*> values;
   copies.reserve(params.size());

@@ -63,6 +63,16 @@ struct PgParam {
   static PgParam Null() { return {}; }
 };
 
+// A statement kept to be sent later: it owns its parameters.
+struct PgStatement {
+  struct Param {
+    std::optional<std::string> value;  // nullopt: NULL
+    bool binary = false;
+  };
+  std::string sql;
+  std::vector<Param> params;
+};
+
 class PgConnection {
  public:
   // Connects with libpq (password from .pgpass, PGPASSFILE or passfile=, never
@@ -75,6 +85,16 @@ class PgConnection {
 
   // Runs one statement (or, without params, several). Throws PgError.
   PgResult Exec(const std::string& sql, const std::vector<PgParam>& params = {});
+  // Sends `statements` in libpq's pipeline mode, one round trip per
+  // kPipelineChunk statements, and returns their results in order. The first
+  // failing statement's error is thrown (the server skips the rest up to the
+  // chunk's sync; inside a transaction, that transaction has failed).
+  std::vector<PgResult> ExecPipeline(const std::vector<PgStatement>& statements);
+  // Statements per pipeline sync. Bounded because the connection blocks: the
+  // server's small per-statement replies must fit the socket buffers while
+  // libpq is still sending (libpq's docs on pipeline mode and deadlock).
+  static constexpr std::size_t kPipelineChunk = 1000;
+
   // Starts a row-by-row read (PQsetSingleRowMode): call Next until nullopt.
   void StartRows(const std::string& sql, const std::vector<PgParam>& params);
   std::optional<PgResult> NextRow();
@@ -87,6 +107,11 @@ class PgConnection {
   pg_conn* conn_;
   PgError Failure(const char* what) const;
 };
+
+// Round trips to any PostgreSQL server this process made so far (Exec,
+// StartRows and each pipeline chunk count one): what the batching promises
+// (brine/store/postgres_stats.h).
+std::int64_t PgRoundTripCount();
 
 // The schema version of the connected database (0: none).
 int SchemaVersionOf(PgConnection& db);

@@ -28,8 +28,11 @@ Salt master's ``user``, whichever process (the master as ``salt``,
 it is logged at critical level, as Salt itself logs a failed returner.
 
 Reads open the brine store read-only and select from the ``brine_api_v1_*``
-views (migrations/0003_salt_api.sql), which give local_cache's shapes, after
-reading the spool: a write that is spooled but not yet filed is still seen.
+views (migrations/0003_salt_api.sql; migrations/postgres/0002 on PostgreSQL),
+which give local_cache's shapes, after reading the spool: a write that is
+spooled but not yet filed is still seen. A SQLite store is read with Python's
+sqlite3; when ``brine.database`` is a PostgreSQL URI, with psycopg2 (Debian's
+python3-psycopg2; the password from ~/.pgpass, as for brine-master).
 
 Salt re-executes this module's body for each loader in a process, calls it
 from several threads (``enable_ssh_minions``) and forks after loading it. Its
@@ -159,8 +162,15 @@ def _cachedir():
     return __opts__.get("cachedir", "/var/cache/salt/master")
 
 
+def _is_server_uri(database):
+    # As brine's store::IsServerDatabase: libpq's URI syntax names a PostgreSQL database.
+    return database.startswith(("postgresql://", "postgres://"))
+
+
 def _database():
     database = _opt("database")
+    if database and _is_server_uri(str(database)):
+        return str(database)  # a URI, no path: root_dir does not apply
     return _rooted(database) if database else os.path.join(_cachedir(), "brine.sqlite")
 
 
@@ -761,10 +771,42 @@ def _loads(text):
     return json.loads(text, parse_float=_parse_float)
 
 
+def _query_server(uri, sql, params):
+    """_query on a PostgreSQL store: psycopg2 (Debian's python3-psycopg2), a
+    read-only session. The views are the same as on SQLite
+    (migrations/postgres/0002), so only the placeholders differ. The URI is
+    never logged: it may hold a password (brine-master refuses one; .pgpass
+    is the place)."""
+    try:
+        import psycopg2  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        _log_once("no-psycopg2", logging.ERROR,
+                  "brine: brine.database is a PostgreSQL URI, and reading it needs python3-psycopg2")
+        return None
+    try:
+        conn = psycopg2.connect(uri, connect_timeout=10)
+    except psycopg2.Error as exc:
+        log.error("brine: cannot open the PostgreSQL store: %s", str(exc).strip())
+        return None
+    try:
+        conn.set_session(readonly=True, autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(sql.replace("?", "%s"), params)
+            return cur.fetchall()
+    except psycopg2.Error as exc:
+        log.error("brine: cannot read the PostgreSQL store: %s", str(exc).strip())
+        return None
+    finally:
+        conn.close()
+
+
 def _query(sql, params=()):
     """Rows of `sql` from the store opened read-only; None when the store
-    cannot be read (logged)."""
+    cannot be read (logged). `sql` is written for both SQLite and PostgreSQL,
+    with ? placeholders."""
     path = _database()
+    if _is_server_uri(path):
+        return _query_server(path, sql, params)
     if not os.path.exists(path):
         _log_once("no-store", logging.WARNING, "brine: the store %s does not exist yet", path)
         return None
@@ -881,7 +923,8 @@ def get_jids_filter(count, filter_find_job=True):
     spooled = _spooled()
     rows = _query(
         "SELECT jid, instance_ext FROM (SELECT jid, instance_ext FROM brine_api_v1_job"
-        " WHERE (? = 0 OR fun IS NOT 'saltutil.find_job') ORDER BY jid DESC LIMIT ?) ORDER BY jid",
+        " WHERE (? = 0 OR fun IS NULL OR fun <> 'saltutil.find_job') ORDER BY jid DESC LIMIT ?) AS newest"
+        " ORDER BY jid",
         (1 if filter_find_job else 0, int(count)),
     )
     jobs = {jid: _loads(instance) for jid, instance in rows or ()}

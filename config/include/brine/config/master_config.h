@@ -73,6 +73,9 @@
 //   brine.database            <cachedir>/brine.sqlite; a path (SQLite), or a
 //                             postgresql:// URI in libpq's syntax, taken as it is
 //                             (no root_dir); a URI with a password is an error
+//   brine.read_database       unset; the same forms: where brine-run reads the
+//                             job cache and archive from (a PostgreSQL replica),
+//                             while queue.* and every writer use brine.database
 //   brine.sock_dir            the effective sock_dir
 //   brine.tcp_pull_port       tcp_master_pull_port (4513), 1-65535
 //   brine.tcp_pub_port        tcp_master_pub_port (4512), 1-65535, not the pull port
@@ -111,6 +114,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -155,6 +159,8 @@ struct MasterConfig {
     enum class Sync { kNormal, kFull };
 
     std::filesystem::path database = "/var/cache/salt/master/brine.sqlite";
+    // brine-run's reads, when set (a replica); writes always go to `database`.
+    std::optional<std::filesystem::path> read_database;
     std::filesystem::path sock_dir = "/var/run/salt/master";
     std::filesystem::path log_file = "/var/log/salt/brine-master";
     int tcp_pull_port = 4513;
