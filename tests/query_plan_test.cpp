@@ -55,6 +55,18 @@ constexpr Micros kStart = Micros(std::chrono::seconds(1795000000));  // 2026-11-
 // 60 jobs a minute apart over 40 minions: test.ping, cmd.run and state.apply
 // (whose failed returns carry a highstate dict with a failed state), every
 // return also archived as its event, and auth and minion-start events.
+void BuildFleet(brine::store::Store& s, std::string& state_jid);
+
+// The fleet in a new store at `path`, with fresh statistics, as brine-master
+// keeps them. Returns the jid of the job with a highstate dict.
+std::string BuildPlannedFleet(const std::filesystem::path& path) {
+  std::string state_jid;
+  auto s = brine::store::OpenStore(path);
+  BuildFleet(*s, state_jid);
+  s->RefreshStatistics();
+  return state_jid;
+}
+
 void BuildFleet(brine::store::Store& s, std::string& state_jid) {
   for (int j = 0; j < 60; ++j) {
     const Micros start = kStart + std::chrono::minutes(j);
@@ -122,12 +134,7 @@ std::string Plan(SQLite::Database& db, const std::string& sql, const std::vector
 TEST_CASE("query plans: every forensic question searches indexes, never scans ret or event", "[store][plan]") {
   brine::test::TempDir dir;
   const auto path = dir / "brine.sqlite";
-  std::string state_jid;
-  {
-    auto s = brine::store::OpenStore(path);
-    BuildFleet(*s, state_jid);
-    s->RefreshStatistics();
-  }
+  const std::string state_jid = BuildPlannedFleet(path);
   REQUIRE_FALSE(state_jid.empty());
   const std::vector<std::pair<std::string, std::string>> params = {
       {":since_us", std::to_string(brine::ToUnixMicros(kStart + std::chrono::minutes(50)))},
@@ -176,12 +183,7 @@ TEST_CASE("query plans: every forensic question searches indexes, never scans re
 TEST_CASE("query plans: salt_events is flattened and a job's failures come from ret_failed_job alone", "[store][plan]") {
   brine::test::TempDir dir;
   const auto path = dir / "brine.sqlite";
-  std::string state_jid;
-  {
-    auto s = brine::store::OpenStore(path);
-    BuildFleet(*s, state_jid);
-    s->RefreshStatistics();
-  }
+  const std::string state_jid = BuildPlannedFleet(path);
   SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
   const std::string events = Plan(db, "SELECT id, tag FROM salt_events WHERE id >= 0", {});
   INFO(events);
@@ -196,12 +198,7 @@ TEST_CASE("query plans: salt_events is flattened and a job's failures come from 
 TEST_CASE("query plans: refreshing statistics records the new indexes in sqlite_stat1", "[store][plan]") {
   brine::test::TempDir dir;
   const auto path = dir / "brine.sqlite";
-  std::string state_jid;
-  {
-    auto s = brine::store::OpenStore(path);
-    BuildFleet(*s, state_jid);
-    s->RefreshStatistics();
-  }
+  const std::string state_jid = BuildPlannedFleet(path);
   SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
   SQLite::Statement stats(db, "SELECT count(*) FROM sqlite_stat1 WHERE idx IN ('ret_job_minion', 'job_start', 'ret_failed')");
   REQUIRE(stats.executeStep());
