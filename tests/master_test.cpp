@@ -1286,6 +1286,89 @@ TEST_CASE("master: two brine-masters on one PostgreSQL database answer brine-run
   }
 }
 
+TEST_CASE("master: a brine-sim fleet through two brine-masters on one PostgreSQL database is stored once, as SQLite "
+          "stores it",
+          "[master][e2e][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN(*why);
+    return;
+  }
+  // The fleet's events once, as frames (a fixed seed and clock give the same
+  // bytes every run), then the same frames to every master: hot multi-master.
+  brine::test::TempDir scratch;
+  const std::filesystem::path dump = scratch / "fleet.frames";
+  const auto sim = brine::test::Run({brine::test::Binary("brine-sim").string(), "--minions", "30", "--jobs", "20",
+                                     "--seed", "7", "--clock", "2024-03-01T00:00:00", "--dry-run", dump.string(),
+                                     "--dry-run-format", "frames"});
+  INFO(sim.err);
+  REQUIRE(sim.exit_code == 0);
+  std::vector<std::string> frames;
+  {
+    const std::string bytes = brine::test::ReadFile(dump);
+    for (std::size_t at = 0; at + 4 <= bytes.size();) {
+      std::size_t n = 0;
+      for (int i = 0; i < 4; ++i) n = (n << 8) | static_cast<unsigned char>(bytes[at + i]);
+      REQUIRE(at + 4 + n <= bytes.size());
+      frames.push_back(bytes.substr(at + 4, n));
+      at += 4 + n;
+    }
+  }
+  REQUIRE(frames.size() > 100);
+
+  auto& server = brine::test::PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  // Keep everything: the fleet's clock is in 2024.
+  const std::string keep = "keep_jobs_seconds: 0\nbrine.keep_events_seconds: 0\n";
+  MasterProcess a(keep + "brine.database: '" + uri + "'\n");
+  MasterProcess b(keep + "brine.database: '" + uri + "'\n");
+  std::filesystem::create_directories(b.conf_dir() / "master.d");
+  std::ofstream(b.conf_dir() / "master.d" / "id.conf") << "id: second_master\n";
+  MasterProcess sqlite(keep);
+  a.Start();
+  b.Start();
+  sqlite.Start();
+  // A runner job runs on one master: its salt/run/ events are on that bus only.
+  std::vector<std::string> minion_frames;
+  for (const std::string& f : frames) {
+    if (f.rfind("salt/run/", 0) != 0) minion_frames.push_back(f);
+  }
+  REQUIRE(minion_frames.size() < frames.size());
+  std::thread to_b([&] { PushFrames(b.pull_endpoint(), minion_frames); });
+  PushFrames(a.pull_endpoint(), frames);
+  to_b.join();
+  PushFrames(sqlite.pull_endpoint(), frames);
+  REQUIRE(a.Stop() == 0);
+  REQUIRE(b.Stop() == 0);
+  REQUIRE(sqlite.Stop() == 0);
+
+  // Every return once in the shared store, the same ones SQLite holds; each
+  // master archived its bus under its own id.
+  const std::string returns = Sql(sqlite.database(), "SELECT jid || ' ' || id FROM salt_returns ORDER BY jid, id");
+  REQUIRE(returns.size() > 100);
+  REQUIRE(server.Query(uri, "SELECT jid || ' ' || id FROM salt_returns ORDER BY jid, id") == returns);
+  const std::string events = Sql(sqlite.database(), "SELECT count(*) FROM salt_events");
+  const std::string minion_events =
+      Sql(sqlite.database(), "SELECT count(*) FROM salt_events WHERE tag NOT LIKE 'salt/run/%'");
+  REQUIRE(server.Query(uri, "SELECT master_id, count(*) FROM salt_events GROUP BY master_id ORDER BY 1") ==
+          "second_master|" + minion_events + "test_master|" + events);
+
+  const std::string first_jid = Sql(sqlite.database(), "SELECT jid FROM jids ORDER BY jid LIMIT 1");
+  const std::string state_jid =
+      Sql(sqlite.database(), "SELECT jid FROM jids WHERE fun = 'state.apply' ORDER BY jid LIMIT 1");
+  REQUIRE_FALSE(state_jid.empty());
+  for (const std::vector<std::string>& call :
+       {std::vector<std::string>{"jobs.list_jobs", "--out", "json"},
+        std::vector<std::string>{"jobs.lookup_jid", first_jid.substr(0, first_jid.size() - 1), "--out", "json"},
+        std::vector<std::string>{"jobs.lookup_jid", state_jid.substr(0, state_jid.size() - 1)},
+        std::vector<std::string>{"jobs.list_job", state_jid.substr(0, state_jid.size() - 1), "--out", "json"}}) {
+    INFO(call[0] << " " << (call.size() > 1 ? call[1] : ""));
+    const std::string from_sqlite = RunnerOut(sqlite.conf_dir(), call);
+    REQUIRE_FALSE(from_sqlite.empty());
+    REQUIRE(RunnerOut(a.conf_dir(), call) == from_sqlite);
+    REQUIRE(RunnerOut(b.conf_dir(), call) == from_sqlite);
+  }
+}
+
 TEST_CASE("master: PostgreSQL killed mid-ingest and started again loses nothing, and brine-master recovers by itself",
           "[master][e2e][postgres]") {
   if (auto why = brine::test::PostgresServer::Unavailable()) {
