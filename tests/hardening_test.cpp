@@ -31,6 +31,7 @@ using brine::Value;
 using brine::test::Counter;
 using brine::test::CountersBalance;
 using brine::test::MasterProcess;
+using brine::test::NewFrame;
 using brine::test::WaitUntil;
 using brine::test::PushFrames;
 using brine::test::ReadFile;
@@ -39,10 +40,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string NewFrame(const std::string& tag, const Value& data) {
-  return brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
-}
 
 // brine-master run to completion on `m`'s config (for starts that must fail).
 brine::test::RunResult RunMaster(const MasterProcess& m) {

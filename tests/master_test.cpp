@@ -36,6 +36,7 @@ using brine::ToJson;
 using brine::Value;
 using brine::ValueList;
 using brine::test::MasterProcess;
+using brine::test::NewFrame;
 using brine::test::PushFrames;
 using brine::test::Sql;
 using brine::test::TmpfsMount;
@@ -113,10 +114,6 @@ std::size_t CountOf(const std::string& haystack, const std::string& needle) {
 brine::Micros Now() { return brine::SystemClock().Now(); }
 std::string JidAt(brine::Micros t) { return brine::FormatJid(t); }
 std::string StampAt(brine::Micros t) { return brine::FormatStamp(t); }
-
-std::string NewFrame(const std::string& tag, const Value& data) {
-  return brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
-}
 
 // A minion's return load as a 2016+ minion fires it under salt/job/<jid>/ret/<id>.
 Value ReturnLoad(const std::string& jid, const std::string& minion, const std::string& fun,
@@ -1479,11 +1476,7 @@ class AckClient {
     for (const std::string& f : frames) body += U32(f.size()) + f;
     return U32(body.size()) + body;
   }
-  void Send(const std::string& header, const std::vector<std::string>& frames) {
-    std::string body = header;
-    for (const std::string& f : frames) body += U32(f.size()) + f;
-    SendBody(body);
-  }
+  void Send(const std::string& header, const std::vector<std::string>& frames) { SendRaw(Message(header, frames)); }
   // The next reply, or status -1 when none came within 10 s or the connection closed.
   AckReply Receive() {
     AckReply r;

@@ -39,6 +39,7 @@ using brine::ValueList;
 using brine::test::Counter;
 using brine::test::CountersBalance;
 using brine::test::MasterProcess;
+using brine::test::NewFrame;
 using brine::test::WaitUntil;
 using brine::test::PushFrames;
 using brine::test::Sql;
@@ -47,10 +48,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string NewFrame(const std::string& tag, const Value& data) {
-  return brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
-}
 
 std::size_t CountOf(const std::string& haystack, const std::string& needle) {
   std::size_t n = 0;

@@ -140,11 +140,10 @@ void CacheSocket::Serve(const zmq::pollitem_t* items, std::size_t count) {
   std::size_t i = 0;
   bool accept = false;
   if (listener_ >= 0 && count > 0) accept = (items[i++].revents & ZMQ_POLLIN) != 0;
-  // The connections in the order AppendPollItems listed them; one accepted or
-  // closed since is simply not in `items`.
+  // The connections in the order AppendPollItems listed them (nothing
+  // accepts or closes between the two calls: one thread).
   std::vector<std::pair<std::uint64_t, short>> ready;
   for (auto it = connections_.begin(); it != connections_.end() && i < count; ++it, ++i) {
-    if (items[i].fd != it->second.fd) break;  // the set changed under us: serve it next turn
     if (items[i].revents != 0) ready.emplace_back(it->first, items[i].revents);
   }
   for (const auto& [serial, revents] : ready) {

@@ -1,5 +1,7 @@
 #include "support/master_process.h"
 
+#include "brine/wire/codec.h"
+
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -96,6 +98,10 @@ void PushFrames(const std::string& endpoint, const std::vector<std::string>& fra
   push.connect(endpoint);
   for (const auto& f : frames) push.send(zmq::buffer(f), zmq::send_flags::none);
   push.close();
+}
+
+std::string NewFrame(const std::string& tag, const Value& data) {
+  return wire::EncodeFrame(tag, data, wire::Framing::kNew);
 }
 
 int FreeTcpPort() {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "brine/core/value.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -47,6 +48,9 @@ class MasterProcess {
   int tcp_pull_ = 0;
   int tcp_pub_ = 0;
 };
+
+// One event in Salt's current framing: tag "\n\n" msgpack(data).
+[[nodiscard]] std::string NewFrame(const std::string& tag, const Value& data);
 
 // Pushes each frame as one ZeroMQ message from a fresh PUSH socket, then
 // closes it with a linger that lets everything out.
