@@ -564,6 +564,8 @@ TEST_CASE("config: a missing master file gives Salt's defaults", "[config]") {
   CHECK(c.log_level == "warning");
   CHECK(c.timeout_s == 5);
   CHECK(c.brine.database == "/var/cache/salt/master/brine.sqlite");
+  CHECK(c.brine.overflow_mb == 256);
+  CHECK(c.brine.overflow_dir == "/var/cache/salt/master");
   CHECK(c.brine.sock_dir == "/var/run/salt/master");
   CHECK(c.brine.log_file == "/var/log/salt/brine-master");
   CHECK(c.brine.tcp_pull_port == 4513);
@@ -616,6 +618,7 @@ TEST_CASE("config: every key is read and typed", "[config]") {
             "brine.keep_jobs_by_fun: {saltutil.find_job: 3600, 'state.*': 7776000, 'test.*': 0}\n"
             "brine.keep_events_by_tag:\n  salt/auth: 60\n"
             "brine.max_store_mb: 2048\n"
+            "brine.overflow_mb: 0\n"
             "brine.active_window_s: 60\n"
             "brine.send_timeout_ms: 500\n"
             "some_other_salt_key: {x: 1}\n");
@@ -652,6 +655,8 @@ TEST_CASE("config: every key is read and typed", "[config]") {
         MasterConfig::GlobSeconds{{"saltutil.find_job", 3600}, {"state.*", 7776000}, {"test.*", 0}});
   CHECK(c.brine.keep_events_by_tag == MasterConfig::GlobSeconds{{"salt/auth", 60}});
   CHECK(c.brine.max_store_mb == 2048);
+  CHECK(c.brine.overflow_mb == 0);
+  CHECK(c.brine.overflow_dir == "/data");  // beside brine.database
   CHECK(c.brine.active_window_s == 60);
   CHECK(c.brine.send_timeout_ms == 500);
   REQUIRE(c.raw.is_map());
@@ -908,6 +913,8 @@ TEST_CASE("config: bad values name the file, the key and what was expected", "[c
       {"brine.keep_events_by_tag: {salt/auth: an hour}",
        "brine.keep_events_by_tag: salt/auth: expected seconds (a non-negative integer), got 'an hour'"},
       {"brine.max_store_mb: -5", "brine.max_store_mb: expected a non-negative integer, got -5"},
+      {"brine.overflow_mb: -1", "brine.overflow_mb: expected a non-negative integer, got -1"},
+      {"brine.overflow_dir: ''", "brine.overflow_dir: expected a path, got ''"},
       {"brine: 5", "brine: expected a mapping of brine settings, got 5"},
       {"job_cache: 'yes'", "job_cache: expected true or false, got 'yes'"},
       {"unique_jid: 1", "unique_jid: expected true or false, got 1"},
@@ -1042,6 +1049,7 @@ TEST_CASE("config: brine.database takes a postgresql URI as it is, and refuses o
   WriteFile(dir / "master", "root_dir: /srv/root\nbrine.database: 'postgresql://salt@db1:5433/brine?sslmode=require'\n");
   MasterConfig c = LoadMasterConfig(dir.path());
   CHECK(c.brine.database == "postgresql://salt@db1:5433/brine?sslmode=require");
+  CHECK(c.brine.overflow_dir == "/srv/root/var/cache/salt/master");  // no folder in a URI: cachedir
   WriteFile(dir / "master", "brine.database: postgres:///brine?host=/run/postgresql\n");
   CHECK(LoadMasterConfig(dir.path()).brine.database == "postgres:///brine?host=/run/postgresql");
 

@@ -1709,3 +1709,180 @@ TEST_CASE("master: acknowledged requests are popped ahead of bus frames, and the
   REQUIRE_FALSE(q.PushAcked(std::move(late)));
   REQUIRE(q.ClosedAndEmpty());
 }
+
+// --- the overflow file behind the bus lane (issue 14, item 8) ---------------------------
+
+namespace {
+
+brine::master::Frame Numbered(int i, std::size_t size) {
+  std::string bytes = std::to_string(i) + ":";
+  bytes.resize(size, static_cast<char>('a' + i % 26));
+  return brine::master::Frame{.bytes = std::move(bytes), .received = brine::Micros(std::chrono::microseconds(1000 + i)),
+                              .parts = 1 + i % 3, .damage = i % 7 == 0 ? "damage " + std::to_string(i) : ""};
+}
+
+// Checks that `got` holds frames `first`, `first` + 1, ... exactly as Numbered made them.
+void RequireInOrder(const std::vector<brine::master::Frame>& got, int first, std::size_t size) {
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const auto want = Numbered(first + static_cast<int>(k), size);
+    INFO("frame " << first + static_cast<int>(k));
+    REQUIRE(got[k].bytes == want.bytes);
+    REQUIRE(got[k].received == want.received);
+    REQUIRE(got[k].parts == want.parts);
+    REQUIRE(got[k].damage == want.damage);
+  }
+}
+
+std::size_t FilesIn(const std::filesystem::path& dir) {
+  return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
+}
+
+}  // namespace
+
+TEST_CASE("master: a full queue goes on into the overflow file and gives every frame back in order, whole",
+          "[master]") {
+  using brine::master::DiskOverflow;
+  using brine::master::Frame;
+  using brine::master::FrameQueue;
+  brine::test::TempDir dir;
+  constexpr std::size_t kSize = 700;
+  constexpr int kFrames = 30000;  // 21 MB through a 4 KiB memory lane and 1 MiB segments
+  FrameQueue q(4096, std::make_unique<DiskOverflow>(dir.path(), std::size_t{16} << 20));
+  REQUIRE(FilesIn(dir.path()) == 0);  // the file has no name, from the start
+  std::vector<Frame> got;
+  std::vector<brine::master::AckRequest> acked;
+  int next = 0;
+  std::size_t most_on_disk = 0;
+  for (int i = 0; i < kFrames; ++i) {
+    REQUIRE(q.HasRoom());
+    (void)q.Push(Numbered(i, kSize));
+    most_on_disk = std::max(most_on_disk, q.overflow_bytes());
+    REQUIRE(q.depth_bytes() <= 4096 + kSize);  // memory: the lane and one frame over
+    if (i % 5000 == 4999) {  // the writer catches up now and then, not fully
+      for (int popped = 0; popped < 3000;) {
+        got.clear();
+        const std::size_t n = q.PopUpTo(3000, std::chrono::steady_clock::now(), got, acked);
+        REQUIRE(n == got.size());
+        REQUIRE(n > 0);
+        RequireInOrder(got, next, kSize);
+        next += static_cast<int>(n);
+        popped += static_cast<int>(n);
+      }
+    }
+  }
+  REQUIRE(most_on_disk > std::size_t{6} << 20);  // it was used, over several segments (2 MiB each)
+  REQUIRE(q.depth_frames() == static_cast<std::size_t>(kFrames - next));
+  while (next < kFrames) {
+    got.clear();
+    const std::size_t n = q.PopUpTo(10000, std::chrono::steady_clock::now(), got, acked);
+    REQUIRE(n > 0);
+    std::size_t bytes = 0;
+    for (const Frame& f : got) bytes += f.bytes.size();
+    REQUIRE(bytes <= 4096 + 2 * kSize);  // a pop from disk takes at most the lane's capacity anew
+    RequireInOrder(got, next, kSize);
+    next += static_cast<int>(n);
+  }
+  REQUIRE(q.depth_frames() == 0);
+  REQUIRE(q.overflow_bytes() == 0);
+  REQUIRE(acked.empty());
+  REQUIRE(FilesIn(dir.path()) == 0);
+}
+
+TEST_CASE("master: when the overflow file is full the reader is held back and the frame it read last waits behind the file",
+          "[master]") {
+  using brine::master::DiskOverflow;
+  using brine::master::Frame;
+  using brine::master::FrameQueue;
+  brine::test::TempDir dir;
+  constexpr std::size_t kSize = 10000;
+  const std::size_t disk = std::size_t{1} << 20;
+  FrameQueue q(50000, std::make_unique<DiskOverflow>(dir.path(), disk));
+  int pushed = 0;
+  while (q.Push(Numbered(pushed, kSize))) ++pushed;
+  ++pushed;  // the one that filled it
+  REQUIRE_FALSE(q.HasRoom());
+  REQUIRE(q.overflow_bytes() <= disk);
+  REQUIRE(q.overflow_bytes() > disk - 2 * (kSize + 20));
+  REQUIRE(q.depth_bytes() <= 50000 + 2 * kSize);  // the lane, one over, and the one behind the file
+  REQUIRE(q.depth_frames() == static_cast<std::size_t>(pushed));
+  // Room again only once the file is read empty; then the order is kept.
+  std::vector<Frame> got;
+  std::vector<brine::master::AckRequest> acked;
+  int next = 0;
+  while (next < pushed) {
+    std::vector<Frame> some;
+    const std::size_t n = q.PopUpTo(7, std::chrono::steady_clock::now(), some, acked);
+    REQUIRE(n > 0);
+    RequireInOrder(some, next, kSize);
+    next += static_cast<int>(n);
+    if (next < pushed - 1) REQUIRE_FALSE(q.HasRoom());
+  }
+  REQUIRE(q.HasRoom());
+  REQUIRE(q.depth_frames() == 0);
+  // And it takes frames again.
+  for (int i = 0; i < 20; ++i) (void)q.Push(Numbered(i, kSize));
+  REQUIRE(q.overflow_bytes() > 0);
+}
+
+TEST_CASE("master: a stop that runs out of time saves the overflow file's frames, and the next start takes them first",
+          "[master]") {
+  using brine::master::DiskOverflow;
+  using brine::master::Frame;
+  using brine::master::FrameQueue;
+  brine::test::TempDir dir;
+  constexpr std::size_t kSize = 5000;
+  std::vector<Frame> got;
+  std::vector<brine::master::AckRequest> acked;
+  int pushed = 0;
+  {
+    FrameQueue q(20000, std::make_unique<DiskOverflow>(dir.path(), std::size_t{1} << 20));
+    while (q.Push(Numbered(pushed, kSize))) ++pushed;
+    ++pushed;  // the one waiting behind the full file
+    q.Close();
+    // The writer had taken the memory's frames before the stop ran out of time.
+    REQUIRE(q.PopUpTo(4, std::chrono::steady_clock::now(), got, acked) == 4);
+    RequireInOrder(got, 0, kSize);
+    const std::size_t saved = q.SaveOverflow();
+    REQUIRE(saved > 150);
+    // Only memory is left for the writer: the frames before the file's.
+    got.clear();
+    while (q.PopUpTo(100, std::chrono::steady_clock::now(), got, acked) > 0) {
+    }
+    RequireInOrder(got, 4, kSize);
+    REQUIRE(got.size() + 4 + saved == static_cast<std::size_t>(pushed));
+    REQUIRE(q.ClosedAndEmpty());
+  }
+  REQUIRE(std::filesystem::exists(dir / DiskOverflow::kSavedName));
+  const int first_saved = pushed - static_cast<int>(std::filesystem::file_size(dir / DiskOverflow::kSavedName) /
+                                                    (kSize + 20));
+  FrameQueue next(20000, std::make_unique<DiskOverflow>(dir.path(), std::size_t{1} << 20));
+  REQUIRE_FALSE(std::filesystem::exists(dir / DiskOverflow::kSavedName));  // taken
+  // Newer frames go behind the saved ones.
+  (void)next.Push(Numbered(pushed, kSize));
+  std::vector<Frame> after;
+  while (next.PopUpTo(100, std::chrono::steady_clock::now(), after, acked) > 0) {
+  }
+  REQUIRE(after.size() == static_cast<std::size_t>(pushed + 1 - first_saved));
+  RequireInOrder(after, first_saved, kSize);
+  REQUIRE(acked.empty());
+}
+
+TEST_CASE("master: a saved overflow file that is not a regular file of brine's user is left alone", "[master]") {
+  brine::test::TempDir dir;
+  REQUIRE(::mkfifo((dir / brine::master::DiskOverflow::kSavedName).c_str(), 0600) == 0);
+  brine::master::DiskOverflow overflow(dir.path(), 1 << 20);  // a FIFO would block a plain open
+  REQUIRE(overflow.empty());
+  REQUIRE(overflow.notice().find("left alone") != std::string::npos);
+  REQUIRE(std::filesystem::exists(dir / brine::master::DiskOverflow::kSavedName));
+}
+
+TEST_CASE("master: an overflow folder that cannot be used is refused, named", "[master]") {
+  brine::test::TempDir dir;
+  const auto missing = dir.path() / "no" / "such";
+  try {
+    brine::master::DiskOverflow overflow(missing, 1 << 20);
+    FAIL("no error");
+  } catch (const std::system_error& e) {
+    REQUIRE(std::string(e.what()).find(missing.string()) != std::string::npos);
+  }
+}

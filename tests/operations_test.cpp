@@ -198,6 +198,7 @@ TEST_CASE("operations: the metrics text is Prometheus's exposition format, with 
   m.stored = 7;
   m.commit_lag_s = 0.5;
   m.store_bytes = 1 << 20;
+  m.overflow_bytes = 3 << 20;
   const auto samples = ParsePrometheus(brine::master::FormatMetrics(m));
   CHECK(samples.at("brine_events_received_total") == 10);
   CHECK(samples.at("brine_events_stored_total") == 7);
@@ -205,7 +206,8 @@ TEST_CASE("operations: the metrics text is Prometheus's exposition format, with 
   CHECK(samples.at("brine_store_bytes") == 1048576);
   CHECK(samples.at("brine_metrics_timestamp_seconds") == 1795000000.25);
   CHECK(samples.at("brine_master_info") == 1);
-  CHECK(samples.size() == 24);
+  CHECK(samples.at("brine_queue_overflow_bytes") == 3145728);
+  CHECK(samples.size() == 25);
 }
 
 TEST_CASE("operations: the file is replaced whole, never written in place", "[master]") {

@@ -214,7 +214,8 @@ void KillNineDuringIngest(const std::string& sync) {
   constexpr int kKills = 4;
   constexpr std::int64_t kQueueBytes = std::int64_t{1} << 20;
   constexpr std::int64_t kBatch = 2000;
-  MasterProcess m("brine.max_queue_mb: 1\nbrine.batch_max_events: " + std::to_string(kBatch) +
+  // The overflow file (1 MiB) is read like the queue, so a kill loses it too.
+  MasterProcess m("brine.max_queue_mb: 1\nbrine.overflow_mb: 1\nbrine.batch_max_events: " + std::to_string(kBatch) +
                   "\nbrine.sync: " + sync);
   std::random_device rd;
   const unsigned seed = rd();
@@ -228,9 +229,10 @@ void KillNineDuringIngest(const std::string& sync) {
     pub.WaitSubscribed(m.pull_endpoint(), "probe/" + std::to_string(run));
     NumberedSender sender(m.pull_endpoint(), prefix);
     // A frame's size only grows with its number: frame 0 is the smallest, so
-    // the queue holds at most capacity / size(0) frames, plus the one frame it
-    // admits when empty, plus the one the reader holds while the queue is full.
-    const std::int64_t queue_frames = kQueueBytes / static_cast<std::int64_t>(sender.Frame(0).size()) + 2;
+    // the queue's memory holds at most capacity / size(0) frames, plus the one
+    // frame it admits when empty, plus the one the reader holds while the queue
+    // is full; its overflow file as many again (each record a little bigger).
+    const std::int64_t queue_frames = 2 * (kQueueBytes / static_cast<std::int64_t>(sender.Frame(0).size()) + 2);
     const std::int64_t bound = queue_frames + kBatch;
     if (run == kKills) {
       // The last run ends gracefully: every frame sent is stored.
@@ -238,6 +240,12 @@ void KillNineDuringIngest(const std::string& sync) {
       sender.Stop(10000ms);
       REQUIRE(m.Stop() == 0);
       pub.Stop();
+      // A stop that ran out of time saved the rest of its overflow file: the
+      // next start files it first.
+      if (brine::test::ReadFile(m.log_file()).find("saved for the next start") != std::string::npos) {
+        Restart(m, run + 1);
+        REQUIRE(m.Stop() == 0);
+      }
       const StreamRun s = StoredRun(m.database(), prefix);
       REQUIRE(s.count == sender.sent());
       REQUIRE(s.distinct == s.count);
@@ -308,7 +316,7 @@ TEST_CASE(
   const auto db = fs_mount.path() / "brine.sqlite";
   constexpr std::int64_t kBatch = 500;
   constexpr std::int64_t kQueueBytes = std::int64_t{1} << 20;
-  MasterProcess m("brine.database: " + db.string() + "\nbrine.max_queue_mb: 1\nbrine.batch_max_events: " +
+  MasterProcess m("brine.database: " + db.string() + "\nbrine.max_queue_mb: 1\nbrine.overflow_mb: 1\nbrine.batch_max_events: " +
                   std::to_string(kBatch));
   m.Start();
   PubWatcher pub(m.pub_endpoint(), "fill/");
@@ -331,7 +339,9 @@ TEST_CASE(
   }
   constexpr std::int64_t kFrames = 8000;  // ~2.8 MB: the queue (1 MB) fills up
   NumberedSender sender(m.pull_endpoint(), "fill/", 300, kFrames);
-  const std::int64_t queue_frames = kQueueBytes / static_cast<std::int64_t>(sender.Frame(0).size()) + 2;
+  // The queue's memory and its overflow file (on the same full disk: what it
+  // takes it holds in its write buffer), 1 MiB each.
+  const std::int64_t queue_frames = 2 * (kQueueBytes / static_cast<std::int64_t>(sender.Frame(0).size()) + 2);
   REQUIRE(WaitUntil([&] { return brine::test::ReadFile(m.log_file()).find("store write failed") != std::string::npos; }));
 
   // The reader stops: what it read levels off below what was sent, within the

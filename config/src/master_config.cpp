@@ -30,14 +30,14 @@ constexpr int kMaxIncludeDepth = 32;
 constexpr std::string_view kDefaultInclude = "master.d/*.conf";
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-constexpr std::array<std::string_view, 22> kBrineKeys = {
+constexpr std::array<std::string_view, 24> kBrineKeys = {
     "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
     "max_frame_bytes",  "max_queue_mb",      "keep_events_seconds",
     "active_window_s",  "send_timeout_ms",   "tcp_cache_port",
     "metrics_file",     "lag_warning_s",     "keep_jobs_by_fun",
-    "keep_events_by_tag", "max_store_mb",
+    "keep_events_by_tag", "max_store_mb",   "overflow_mb",       "overflow_dir",
     // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
     "queue_timeout_s"};
 
@@ -644,6 +644,13 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   b.keep_jobs_by_fun = Typer::GlobSeconds(t.Brine("keep_jobs_by_fun")).value_or(MasterConfig::GlobSeconds{});
   b.keep_events_by_tag = Typer::GlobSeconds(t.Brine("keep_events_by_tag")).value_or(MasterConfig::GlobSeconds{});
   b.max_store_mb = Typer::NonNegative(t.Brine("max_store_mb"), kInt64Max >> 20).value_or(0);
+  b.overflow_mb = Typer::NonNegative(t.Brine("overflow_mb"), kInt64Max >> 20).value_or(b.overflow_mb);
+  // Beside the store when it is a file (a folder brine-master already makes
+  // and checks); a server database has none here, so Salt's cachedir.
+  std::optional<std::string> overflow_dir = Typer::Path(t.Brine("overflow_dir"));
+  b.overflow_dir = overflow_dir ? fs::path(internal::PrependRootDir(root_dir, *overflow_dir))
+                   : IsDatabaseUri(b.database.native()) ? c.cachedir
+                                                         : b.database.parent_path();
 
   t.WarnUnknownBrineKeys(c.warnings);
   return c;

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -58,7 +59,12 @@ void InstallSignalHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
-// Frames one connection may have waiting in ZeroMQ's receive pipe.
+// Frames one connection may have waiting in ZeroMQ's receive pipe. Kept far
+// above one short-lived sender's burst: libzmq drops what a sender had in
+// flight when it disconnects while its pipe is at the mark (measured: at 16
+// frames, 50 senders of 2,000 frames each lost 9,601). The reader keeps the
+// pipes near empty anyway, into the overflow file while the store is slow;
+// they fill only once that is full too (docs/reliability.md, "Memory").
 constexpr int kPullHighWaterMark = 20000;
 
 // Exit codes.
@@ -232,6 +238,10 @@ std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, co
 // senders do; then the writer commits what was read (docs/reliability.md,
 // promise 2).
 constexpr std::chrono::seconds kStopReadingFor{10};
+// How long after that the writer may go on committing the overflow file's
+// frames; the rest is saved for the next start (overflow.h), so a full file
+// never stretches a stop past systemd's patience.
+constexpr std::chrono::seconds kStopCommittingOverflowFor{10};
 
 // The reader thread's sockets and one turn of its poll loop.
 class Reader {
@@ -308,7 +318,25 @@ int Run(const Args& args, std::ostream& err) {
   if (!store::IsServerDatabase(cfg.brine.database)) store_lock.emplace(cfg.brine.database, cfg.id);
 
   SystemClock clock;
-  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20);
+  std::unique_ptr<DiskOverflow> overflow;
+  std::error_code saved_ec;
+  // Frames the last stop saved are taken even with the overflow now off.
+  if (cfg.brine.overflow_mb > 0 ||
+      std::filesystem::exists(cfg.brine.overflow_dir / DiskOverflow::kSavedName, saved_ec)) {
+    try {
+      overflow = std::make_unique<DiskOverflow>(cfg.brine.overflow_dir, static_cast<std::size_t>(cfg.brine.overflow_mb)
+                                                                            << 20);
+      if (!overflow->notice().empty()) {
+        log.Log(overflow->adopted_frames() > 0 ? LogLevel::kInfo : LogLevel::kWarning,
+                overflow->notice() + (overflow->adopted_frames() > 0 ? "; they are filed first" : ""));
+      }
+    } catch (const std::system_error& e) {
+      // Not fatal: without it a full queue holds the senders back in ZeroMQ,
+      // as with brine.overflow_mb: 0.
+      log.Log(LogLevel::kWarning, std::string("brine.overflow_dir: ") + e.what() + "; running without an overflow file");
+    }
+  }
+  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow));
   Archiver archiver({.whitelist = cfg.event_return_whitelist,
                      .blacklist = cfg.event_return_blacklist,
                      .job_cache = cfg.job_cache,
@@ -323,6 +351,7 @@ int Run(const Args& args, std::ostream& err) {
   wopts.open.sync = cfg.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
                                                                                 : store::OpenOptions::Sync::kNormal;
   wopts.batch_max_events = static_cast<std::size_t>(cfg.brine.batch_max_events);
+  wopts.batch_max_bytes = static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20;
   wopts.flush_interval = std::chrono::milliseconds(cfg.brine.flush_interval_ms);
   wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
   wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
@@ -346,13 +375,11 @@ int Run(const Args& args, std::ostream& err) {
   zmq::context_t ctx(1);
   zmq::socket_t pull(ctx, zmq::socket_type::pull);
   zmq::socket_t pub(ctx, zmq::socket_type::pub);
-  // libzmq drops the frames still in flight when a sender disconnects while
-  // its pipe is at the receive high-water mark, and short-lived senders are the
-  // normal case (event.send, Salt's CLI processes). The mark is per connection,
-  // so it is set far above what one such sender sends (kPullHighWaterMark
-  // frames): they never reach it. It still bounds what one long-lived flood
-  // can park in memory, and holds that sender back once brine's own queue is
-  // full and the reader stops reading. docs/reliability.md says more.
+  // The mark counts messages, not bytes, and is per connection: what ZeroMQ
+  // parks is bounded in bytes only by mark x max_frame_bytes x connections. So
+  // the reader keeps the pipes empty while it can, spilling to the overflow
+  // file when the store is slow; the mark matters only once that is full too,
+  // and then holds the senders back. docs/reliability.md says more.
   pull.set(zmq::sockopt::rcvhwm, kPullHighWaterMark);
   // A message over brine.max_frame_bytes is refused by libzmq as it arrives
   // (the connection that sent it is dropped), so it is never read whole.
@@ -449,7 +476,24 @@ int Run(const Args& args, std::ostream& err) {
   queue.Close();
   // Acknowledged requests are answered as the writer commits them; serve
   // the replies while it finishes, then the last ones.
-  while (!writer_done) reader.Turn(std::chrono::milliseconds(20), Reader::Bus::kLeave);
+  const auto save_at = std::chrono::steady_clock::now() + kStopCommittingOverflowFor;
+  bool saved = false;
+  std::size_t saved_frames = 0;
+  while (!writer_done) {
+    reader.Turn(std::chrono::milliseconds(20), Reader::Bus::kLeave);
+    if (saved || std::chrono::steady_clock::now() < save_at) continue;
+    saved = true;
+    try {
+      if (const std::size_t n = saved_frames = queue.SaveOverflow(); n > 0) {
+        log.Log(LogLevel::kWarning, std::to_string(n) + " frames still in the overflow file saved to " +
+                                        (cfg.brine.overflow_dir / DiskOverflow::kSavedName).string() +
+                                        "; they are filed first at the next start");
+      }
+    } catch (const std::system_error& e) {
+      log.Log(LogLevel::kError, std::string("the overflow file could not be saved (") + e.what() +
+                                    "): committing its frames instead");
+    }
+  }
   writer_thread.join();
   cache->SendReplies();
   reporter.reset();
@@ -460,7 +504,9 @@ int Run(const Args& args, std::ostream& err) {
     std::error_code ec;
     std::filesystem::remove(path, ec);
   }
-  log.Log(LogLevel::kInfo, "stopped; everything read was committed");
+  log.Log(LogLevel::kInfo, saved_frames == 0 ? std::string("stopped; everything read was committed")
+                                             : "stopped; everything read was committed, except the " +
+                                                   std::to_string(saved_frames) + " frames saved for the next start");
   return kExitOk;
 }
 

@@ -1,5 +1,7 @@
 #include "brine/master/frame_queue.h"
 
+#include <system_error>
+
 namespace brine::master {
 
 std::size_t AckRequest::bytes() const {
@@ -11,15 +13,28 @@ std::size_t AckRequest::bytes() const {
 bool FrameQueue::Push(Frame frame) {
   std::lock_guard lock(mu_);
   if (closed_) return false;
+  const bool behind_disk = !tail_.empty() || !OverflowEmptyLocked();
+  if (behind_disk || bytes_ >= capacity_bytes_) {
+    if (tail_.empty() && overflow_ && overflow_->Append(frame)) {
+      not_empty_.notify_one();
+      return HasRoomLocked();
+    }
+  }
   bytes_ += frame.bytes.size();
-  frames_.push_back(std::move(frame));
+  (behind_disk ? tail_ : frames_).push_back(std::move(frame));
   not_empty_.notify_one();
-  return bytes_ < capacity_bytes_;
+  return HasRoomLocked();
+}
+
+bool FrameQueue::HasRoomLocked() const {
+  if (closed_ || !tail_.empty()) return false;
+  if (OverflowEmptyLocked() && bytes_ < capacity_bytes_) return true;
+  return overflow_ && overflow_->accepting();
 }
 
 bool FrameQueue::HasRoom() {
   std::lock_guard lock(mu_);
-  return !closed_ && bytes_ < capacity_bytes_;
+  return HasRoomLocked();
 }
 
 bool FrameQueue::PushAcked(AckRequest request) {
@@ -48,15 +63,56 @@ std::size_t FrameQueue::TakeAckedLocked(std::vector<AckRequest>& acked) {
 std::size_t FrameQueue::PopUpTo(std::size_t max_frames, std::chrono::steady_clock::time_point deadline,
                                 std::vector<Frame>& out, std::vector<AckRequest>& acked) {
   std::unique_lock lock(mu_);
-  not_empty_.wait_until(lock, deadline, [&] { return closed_ || !frames_.empty() || !acked_.empty(); });
+  not_empty_.wait_until(lock, deadline, [&] {
+    return closed_ || !frames_.empty() || !acked_.empty() || !OverflowEmptyLocked() || !tail_.empty();
+  });
   if (!acked_.empty()) return TakeAckedLocked(acked);
   std::size_t n = 0;
-  while (n < max_frames && !frames_.empty()) {
+  while (n < max_frames) {
+    if (frames_.empty()) {
+      if (!OverflowEmptyLocked()) {
+        // Read from disk, frames take memory anew: at most the memory lane's
+        // capacity per pop.
+        n += ReadOverflowLocked(max_frames - n, out);
+        break;
+      }
+      if (tail_.empty()) break;
+      frames_.swap(tail_);  // the disk is read empty: what waited behind it is next
+    }
     bytes_ -= frames_.front().bytes.size();
     out.push_back(std::move(frames_.front()));
     frames_.pop_front();
     ++n;
   }
+  return n;
+}
+
+std::size_t FrameQueue::ReadOverflowLocked(std::size_t max_frames, std::vector<Frame>& out) {
+  try {
+    return overflow_->ReadUpTo(max_frames, capacity_bytes_, out);
+  } catch (const std::system_error& e) {
+    // The file is gone bad under us (an I/O error): what it held cannot be
+    // read back. Say so where every loss is kept, as one quarantined record,
+    // and go on with what follows it.
+    Frame lost;
+    lost.damage = std::string(e.what()) + ": " + std::to_string(overflow_->frames()) + " frames (" +
+                  std::to_string(overflow_->bytes()) + " bytes) of the overflow lost";
+    overflow_->Drop();
+    out.push_back(std::move(lost));
+    return 1;
+  }
+}
+
+std::size_t FrameQueue::SaveOverflow() {
+  std::lock_guard lock(mu_);
+  if (OverflowEmptyLocked()) return 0;
+  // What waited behind the disk goes with it, in order, whatever the budget.
+  while (!tail_.empty() && overflow_->Append(tail_.front(), /*over_budget=*/true)) {
+    bytes_ -= tail_.front().bytes.size();
+    tail_.pop_front();
+  }
+  const std::size_t n = overflow_->frames();
+  overflow_->SaveTo();
   return n;
 }
 
@@ -68,7 +124,7 @@ void FrameQueue::Close() {
 
 bool FrameQueue::ClosedAndEmpty() {
   std::lock_guard lock(mu_);
-  return closed_ && frames_.empty() && acked_.empty();
+  return closed_ && frames_.empty() && acked_.empty() && OverflowEmptyLocked() && tail_.empty();
 }
 
 std::size_t FrameQueue::acked_depth() {
@@ -78,12 +134,22 @@ std::size_t FrameQueue::acked_depth() {
 
 std::size_t FrameQueue::depth_frames() {
   std::lock_guard lock(mu_);
-  return frames_.size();
+  return frames_.size() + tail_.size() + (overflow_ ? overflow_->frames() : 0);
 }
 
 std::size_t FrameQueue::depth_bytes() {
   std::lock_guard lock(mu_);
   return bytes_;
+}
+
+std::size_t FrameQueue::overflow_bytes() {
+  std::lock_guard lock(mu_);
+  return overflow_ ? overflow_->bytes() : 0;
+}
+
+std::string FrameQueue::overflow_error() {
+  std::lock_guard lock(mu_);
+  return overflow_ ? overflow_->error() : std::string();
 }
 
 }  // namespace brine::master

@@ -95,7 +95,9 @@ std::string FormatMetrics(const MetricsSnapshot& m) {
   Metric(out, "brine_pending_frames", "gauge", "Frames read off the bus and not yet committed.", d(m.pending_frames));
   Metric(out, "brine_queue_frames", "gauge", "Frames in the queue between the bus reader and the writer.",
          d(m.queue_frames));
-  Metric(out, "brine_queue_bytes", "gauge", "Bytes in that queue.", d(m.queue_bytes));
+  Metric(out, "brine_queue_bytes", "gauge", "Bytes in that queue in memory.", d(m.queue_bytes));
+  Metric(out, "brine_queue_overflow_bytes", "gauge",
+         "Bytes of that queue in the overflow file (brine.overflow_mb), waiting on disk.", d(m.overflow_bytes));
   Metric(out, "brine_queue_capacity_bytes", "gauge", "That queue's capacity (brine.max_queue_mb).",
          d(m.queue_capacity_bytes));
   Metric(out, "brine_store_bytes", "gauge", "The store's size on disk, with its write-ahead log.", d(m.store_bytes));
@@ -193,6 +195,8 @@ MetricsSnapshot Reporter::Take() {
   m.queue_frames = static_cast<std::int64_t>(queue_.depth_frames());
   m.queue_bytes = static_cast<std::int64_t>(queue_.depth_bytes());
   m.queue_capacity_bytes = options_.queue_capacity_bytes;
+  m.overflow_bytes = static_cast<std::int64_t>(queue_.overflow_bytes());
+  m.overflow_error = queue_.overflow_error();
   m.pending_frames = m.queue_frames + status_.batch_frames.load();
   if (m.pending_frames > 0) {
     // Frames wait at most since the last commit (or the start, before one).
@@ -256,6 +260,15 @@ void Reporter::Tick() {
   } else if (lagging_ && m.pending_frames == 0) {
     log_.Log(LogLevel::kInfo, "commit lag back to normal: no frames wait");
     lagging_ = false;
+  }
+  if (m.overflow_error != overflow_error_) {
+    if (!m.overflow_error.empty()) {
+      log_.Log(LogLevel::kError, m.overflow_error + ": the overflow file takes no more frames until it is read empty; "
+                                                    "the senders are held back meanwhile");
+    } else {
+      log_.Log(LogLevel::kInfo, "the overflow file takes frames again");
+    }
+    overflow_error_ = m.overflow_error;
   }
   if (now >= next_throughput_) {
     next_throughput_ = now + options_.throughput_every;

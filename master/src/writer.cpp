@@ -161,7 +161,11 @@ void Writer::Reopen() {
 
 bool Writer::Ingest(Frame frame) {
   const bool opens_batch = batch_.empty();
-  if (opens_batch) batch_started_ = SteadyClock::now();
+  if (opens_batch) {
+    batch_started_ = SteadyClock::now();
+    batch_bytes_ = 0;
+  }
+  batch_bytes_ += frame.bytes.size();
   batch_.push_back(std::move(frame));
   try {
     // Inside the try: a store another process holds locked past the busy
@@ -503,7 +507,8 @@ void Writer::Run() {
       continue;
     }
     for (Frame& f : incoming) (void)Ingest(std::move(f));
-    if (batch_.size() >= options_.batch_max_events || queue_.depth_frames() == 0 ||
+    if (batch_.size() >= options_.batch_max_events || batch_bytes_ >= options_.batch_max_bytes ||
+        queue_.depth_frames() == 0 ||
         SteadyClock::now() - batch_started_ >= options_.flush_interval) {
       Commit();
     }

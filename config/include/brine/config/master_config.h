@@ -102,6 +102,11 @@
 //                             brine.keep_events_seconds
 //   brine.max_store_mb        0 (no cap): above it brine-master prunes the oldest jobs and events
 //                             first, whatever their class (at most 2^43 - 1)
+//   brine.overflow_mb         256 (0 = none): disk for bus frames read while the queue
+//                             (max_queue_mb) is full, so they wait in a file instead of
+//                             in ZeroMQ's memory (at most 2^43 - 1)
+//   brine.overflow_dir        brine.database's folder (cachedir for a server database): where
+//                             that file lives, unlinked from the moment it is created
 // Other brine.* keys are ignored with a warning in `warnings`.
 //
 // Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
@@ -180,6 +185,8 @@ struct MasterConfig {
     GlobSeconds keep_jobs_by_fun;
     GlobSeconds keep_events_by_tag;
     std::int64_t max_store_mb = 0;
+    std::int64_t overflow_mb = 256;
+    std::filesystem::path overflow_dir = "/var/cache/salt/master";
   } brine;
 
   // The merged file contents (master file and includes, in Salt's order and

@@ -1,11 +1,13 @@
 // The bounded queue between brine-master's socket reader and its writer.
 //
 // Two lanes. The bus lane holds frames read from the pull socket, bounded in
-// bytes (brine.max_queue_mb): the reader reads only while HasRoom, so when the
-// lane is full frames wait in ZeroMQ's receive pipe instead of being dropped,
-// while the reader goes on serving the acknowledged socket. The lane can hold
-// one frame more than its capacity (the one read last), so a frame larger than
-// the whole capacity cannot wedge the pipeline.
+// bytes: brine.max_queue_mb in memory, then brine.overflow_mb on disk
+// (overflow.h), first in, first out across both. The reader reads only while
+// HasRoom, so when both are full frames wait in ZeroMQ's receive pipe instead
+// of being dropped, while the reader goes on serving the acknowledged socket.
+// The lane can hold one frame more than its room (the one read last, kept in
+// memory behind the disk's frames when the disk cannot take it), so a frame
+// larger than the whole capacity cannot wedge the pipeline.
 //
 // The acknowledged lane holds the Salt plug-in's requests (cache_socket.h),
 // each a group of frames a caller is waiting on. It has a byte budget of its
@@ -19,11 +21,13 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "brine/core/time.h"
+#include "brine/master/overflow.h"
 
 namespace brine::master {
 
@@ -54,16 +58,18 @@ struct AckRequest {
 
 class FrameQueue {
  public:
-  // Each lane holds up to `capacity_bytes`.
-  explicit FrameQueue(std::size_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
+  // Each lane holds up to `capacity_bytes` in memory; the bus lane goes on
+  // into `overflow` when one is given.
+  explicit FrameQueue(std::size_t capacity_bytes, std::unique_ptr<DiskOverflow> overflow = nullptr)
+      : capacity_bytes_(capacity_bytes), overflow_(std::move(overflow)) {}
 
   // Adds `frame` to the bus lane, full or not (see HasRoom), unless the
   // queue is closed. Returns HasRoom() as it is afterwards: whether the reader
   // may read another frame.
   bool Push(Frame frame);
 
-  // True when the bus lane is below its capacity: the reader may read one
-  // more frame.
+  // True when the bus lane has room in memory or on disk: the reader may read
+  // one more frame.
   [[nodiscard]] bool HasRoom();
 
   // Adds `request` to the acknowledged lane unless that would pass its budget
@@ -81,18 +87,37 @@ class FrameQueue {
 
   // No more pushes; pops go on until the queue is empty.
   void Close();
+  // At a stop that ran out of time: saves the bus frames waiting on disk, and
+  // those behind them, with the overflow's SaveTo, so the writer finishes
+  // with what it has in memory. Returns the frames saved (0: nothing to save).
+  // Throws std::system_error from SaveTo; then the queue is as it was.
+  std::size_t SaveOverflow();
   [[nodiscard]] bool ClosedAndEmpty();
+  // Bus frames waiting, in memory and on disk.
   [[nodiscard]] std::size_t depth_frames();
+  // Their bytes in memory.
   [[nodiscard]] std::size_t depth_bytes();
+  // Their bytes on disk (records, as overflow.h counts them).
+  [[nodiscard]] std::size_t overflow_bytes();
+  // Why the disk takes no more frames now; empty when it does (or there is none).
+  [[nodiscard]] std::string overflow_error();
   [[nodiscard]] std::size_t acked_depth();
 
  private:
-  std::size_t TakeAckedLocked(std::vector<AckRequest>& acked);  // mu_ held
+  // mu_ held, all of them.
+  std::size_t TakeAckedLocked(std::vector<AckRequest>& acked);
+  bool HasRoomLocked() const;
+  bool OverflowEmptyLocked() const { return !overflow_ || overflow_->empty(); }
+  std::size_t ReadOverflowLocked(std::size_t max_frames, std::vector<Frame>& out);
 
   const std::size_t capacity_bytes_;
   std::mutex mu_;
   std::condition_variable not_empty_;
+  // The bus lane, in order: frames_, then overflow_'s, then tail_ (frames the
+  // disk refused while it held older ones). bytes_ counts frames_ and tail_.
   std::deque<Frame> frames_;
+  std::unique_ptr<DiskOverflow> overflow_;
+  std::deque<Frame> tail_;
   std::size_t bytes_ = 0;
   std::deque<AckRequest> acked_;
   std::size_t acked_bytes_ = 0;

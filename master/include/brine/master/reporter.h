@@ -57,6 +57,8 @@ struct MetricsSnapshot {
   double commit_lag_s = 0;   // how long the oldest pending frame may have waited; 0 when none wait
   std::int64_t pending_frames = 0;
   std::int64_t queue_frames = 0, queue_bytes = 0, queue_capacity_bytes = 0;
+  std::int64_t overflow_bytes = 0;  // of queue_frames, on disk (brine.overflow_mb)
+  std::string overflow_error;       // why the overflow file takes no more now
   std::int64_t store_bytes = 0;
   std::int64_t spool_files = 0, spool_bytes = 0;
   double spool_oldest_age_s = 0;
@@ -100,6 +102,7 @@ class Reporter {
   std::chrono::steady_clock::time_point last_lag_warning_{};
   bool lagging_ = false;
   bool metrics_failed_ = false;
+  std::string overflow_error_;  // the last one logged
   std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -1,8 +1,8 @@
 // brine-master's writer thread: the one owner of the store connection.
 //
 // It moves frames from the FrameQueue into an open BEGIN IMMEDIATE batch and
-// commits when the batch holds batch_max_events frames, when the queue runs
-// empty, or when the transaction has been open flush_interval, whichever comes
+// commits when the batch holds batch_max_events frames or batch_max_bytes of
+// them, when the queue runs empty, or when the transaction has been open flush_interval, whichever comes
 // first. The age counts from the transaction's start, never from a frame's
 // arrival: under a backlog every frame is older than the interval, and an
 // arrival rule would commit one frame at a time and never catch up.
@@ -53,6 +53,9 @@ struct WriterOptions {
   std::filesystem::path database;
   store::OpenOptions open;
   std::size_t batch_max_events = 10000;
+  // The batch's frames stay in memory until it commits: big frames commit in
+  // smaller batches (brine-master passes brine.max_queue_mb).
+  std::size_t batch_max_bytes = std::size_t{32} << 20;
   std::chrono::milliseconds flush_interval{100};
   std::chrono::seconds loop_interval{60};
   std::int64_t keep_jobs_seconds = 86400;    // 0: keep forever
@@ -114,6 +117,7 @@ class Writer {
   std::unique_ptr<store::Store> store_;
   std::optional<store::Batch> batch_handle_;
   std::vector<Frame> batch_;
+  std::size_t batch_bytes_ = 0;  // of batch_'s frames, from its first Ingest to its commit
   Counters batch_counts_;
   Counters totals_;
   std::int64_t batches_ = 0;

@@ -1,0 +1,112 @@
+// Disk behind brine-master's bus queue (brine.overflow_mb).
+//
+// When the queue's memory (brine.max_queue_mb) is full, the reader goes on
+// reading the bus and appends what it reads here, so a stalled store holds the
+// senders' frames in a file instead of in ZeroMQ's receive pipes, whose bound
+// counts messages, not bytes (docs/reliability.md, "Memory: the worst case").
+// The frames come back out in the order they went in.
+//
+// The file is volatile: each segment is created unlinked (O_TMPFILE, or
+// mkstemp and unlink at once where the file system has no O_TMPFILE), so a
+// killed brine-master leaves nothing behind and its frames here are lost with
+// it, like the frames in its memory and in ZeroMQ's (promise 1). SIGTERM
+// commits them like the rest of the queue, for as long as its stop bound
+// allows; what is left then is saved (SaveTo) as `brine-overflow.saved` in the
+// same folder, and the next DiskOverflow there takes that file as its first
+// frames, so they are filed before anything newer.
+//
+// Segments: the data lives in files of at most about max_bytes / 8 each; a
+// segment read to its end is closed, which frees its disk. So the disk used is
+// at most max_bytes plus one segment, even when the overflow never empties.
+//
+// Not thread-safe: FrameQueue calls it under its own lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace brine::master {
+
+struct Frame;
+
+class DiskOverflow {
+ public:
+  // The file SaveTo writes, in the overflow's folder.
+  static constexpr const char* kSavedName = "brine-overflow.saved";
+
+  // Frames are written to files in `dir`, at most `max_bytes` of them unread.
+  // Creates and drops one segment to prove the folder usable; throws
+  // std::system_error naming `dir` when it is not. Then takes `dir`/kSavedName
+  // when there is one (a regular file of this user; anything else is left and
+  // named in notice()): its frames come first, and the name is removed.
+  DiskOverflow(std::filesystem::path dir, std::size_t max_bytes);
+  ~DiskOverflow();
+  DiskOverflow(const DiskOverflow&) = delete;
+  DiskOverflow& operator=(const DiskOverflow&) = delete;
+
+  // Appends `frame`. False, with nothing appended, when that would pass
+  // max_bytes (unless `over_budget`: for SaveTo at a stop), or when the disk refused a write (full, I/O error): then every
+  // append is refused until the overflow has been read empty, and error()
+  // says why. Never throws.
+  [[nodiscard]] bool Append(const Frame& frame, bool over_budget = false);
+
+  // Moves up to `max_frames` of the oldest frames into `out`, stopping once
+  // they hold `max_bytes` (always at least one frame); returns how many.
+  // Throws std::system_error when a segment cannot be read.
+  std::size_t ReadUpTo(std::size_t max_frames, std::size_t max_bytes, std::vector<Frame>& out);
+
+  // Forgets every frame (after a read error: they cannot be read back).
+  void Drop() { Reset(); frames_ = 0; }
+
+  // Writes every unread frame, in order, to `dir`/kSavedName (through a temp
+  // name, fsynced, then renamed) and forgets them. Throws std::system_error;
+  // then nothing is forgotten.
+  void SaveTo();
+
+  // What the constructor found in kSavedName: frames taken, and a sentence
+  // for the log when there was something to say (empty otherwise).
+  [[nodiscard]] std::size_t adopted_frames() const { return adopted_frames_; }
+  [[nodiscard]] const std::string& notice() const { return notice_; }
+
+  [[nodiscard]] bool empty() const { return frames_ == 0; }
+  // Whether an append may succeed now: below max_bytes and no write refused.
+  [[nodiscard]] bool accepting() const { return error_.empty() && bytes_ < max_bytes_; }
+  [[nodiscard]] std::size_t frames() const { return frames_; }
+  // Bytes of frames appended and not yet read (their records' size).
+  [[nodiscard]] std::size_t bytes() const { return bytes_; }
+  // Why appends are refused now; empty while they are taken.
+  [[nodiscard]] const std::string& error() const { return error_; }
+
+ private:
+  struct Segment {
+    int fd = -1;
+    std::uint64_t end = 0;  // bytes written to it
+  };
+  [[nodiscard]] int OpenSegment() const;  // throws std::system_error
+  bool Flush();                           // writes wbuf_ to the last segment
+  bool WriteAll(int fd, std::uint64_t at, const char* data, std::size_t size);
+  bool Refuse(const std::string& why);
+  void Fill(std::size_t want);  // rbuf_ holds `want` unread bytes afterwards
+  void Reset();                 // read empty: drop every segment
+  void Adopt();                 // the constructor's taking of kSavedName
+
+  const std::filesystem::path dir_;
+  const std::size_t max_bytes_;
+  const std::size_t segment_bytes_;
+  std::deque<Segment> segments_;  // oldest first; appends go to the last
+  std::uint64_t read_at_ = 0;     // in the first segment
+  std::string wbuf_;              // appended, not yet written to the last segment
+  std::string rbuf_;              // read from the segments, not yet parsed
+  std::size_t rpos_ = 0;          // parsed up to here in rbuf_
+  std::size_t frames_ = 0;
+  std::size_t bytes_ = 0;
+  std::string error_;
+  std::size_t adopted_frames_ = 0;
+  std::string notice_;
+};
+
+}  // namespace brine::master
