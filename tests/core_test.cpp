@@ -1706,6 +1706,35 @@ TEST_CASE("json: JsonMemberValues gives the first text of each asked member as i
   REQUIRE_THROWS_AS(brine::JsonMemberValues(load, kKeys, std::span(values, 3)), std::invalid_argument);
 }
 
+TEST_CASE("json: strings scan alike whichever 16- or 8-byte block or tail a special byte falls in", "[core]") {
+  // The string scans test 16 bytes (SSE2), then 8 (SWAR), then single bytes:
+  // a byte that ends a run must be found at every offset of each.
+  using brine::JsonStyle;
+  const std::string specials[] = {"\"", "\\", "\n", "\x01", "\x7f", "caf\xc3\xa9", "\xff", "\xf0\x9f\x98\x80"};
+  for (std::size_t length = 0; length <= 40; ++length) {
+    for (std::size_t at = 0; at <= length; ++at) {
+      for (const std::string& special : specials) {
+        std::string s(length, 'a');
+        s.insert(at, special);
+        const brine::Value v(s);
+        INFO("length " << length << " at " << at << " special " << brine::ToJson(brine::Value(special)));
+        for (const JsonStyle& style : {JsonStyle::Storage(), JsonStyle::Python(2), JsonStyle{.ensure_ascii = true}}) {
+          const std::string text = brine::ToJson(v, JsonStyle::Storage());
+          REQUIRE(brine::ParseJson(text) == v);
+          std::string transcoded;
+          brine::WriteJsonText(text, style, 0, transcoded);
+          REQUIRE(transcoded == brine::ToJson(v, style));
+          std::string_view found[1];
+          static constexpr std::string_view kKey[] = {"k"};
+          const std::string object = "{" + text + ":1,\"k\":" + text + "}";
+          brine::JsonMemberValues(object, kKey, found);
+          REQUIRE(found[0] == text);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("json: WriteJsonString writes what WriteJson writes for the string", "[core]") {
   using brine::JsonStyle;
   for (const std::string& s : {std::string(""), std::string("plain text longer than one word"), std::string("tab\there \"q\" \\"),

@@ -58,8 +58,9 @@ enum class RunKind {
   kAsciiText,    // also not DEL or non-ASCII: what every style writes unchanged
 };
 
-// The end of the run of `kind` bytes from `p`, scanned a word at a time while
-// eight bytes remain. Little-endian lanes: byte i is bits 8i..8i+7.
+// The end of the run of `kind` bytes from `p`: sixteen bytes per test with
+// SSE2, else eight per word (SWAR; little-endian lanes: byte i is bits
+// 8i..8i+7), then byte by byte for the last few.
 template <RunKind kind>
 const char* RunEnd(const char* p, const char* end) {
 #if defined(__SSE2__)
