@@ -1691,14 +1691,60 @@ TEST_CASE("json: WriteJsonText writes what WriteJson writes for the parsed text,
   }
 }
 
-TEST_CASE("json: JsonMemberTexts gives the asked members' text as it stands", "[core]") {
-  static constexpr std::string_view kKeys[] = {"tgt", "fun"};
-  const std::string load = R"({"fun":"a","jid":"1","tgt":[ "x", {"y":1} ],"fun":"again"})";
-  const auto members = brine::JsonMemberTexts(load, kKeys);
-  REQUIRE(members.size() == 3);
-  REQUIRE(members[0] == std::pair<std::string, std::string_view>{"fun", R"("a")"});
-  REQUIRE(members[1] == std::pair<std::string, std::string_view>{"tgt", R"([ "x", {"y":1} ])"});
-  REQUIRE(members[2].second == R"("again")");
-  REQUIRE_THROWS_AS(brine::JsonMemberTexts("[1]", kKeys), brine::JsonError);
-  REQUIRE_THROWS_AS(brine::JsonMemberTexts(R"({"x":[})", kKeys), brine::JsonError);
+TEST_CASE("json: JsonMemberValues gives the first text of each asked member as it stands", "[core]") {
+  static constexpr std::string_view kKeys[] = {"tgt", "fun", "user", "k\u00e9y"};
+  const std::string load = R"({"fun":"a","jid":"1","tgt":[ "x", {"y":1} ],"fun":"again","k\u00e9y":null})";
+  std::string_view values[4];
+  brine::JsonMemberValues(load, kKeys, values);
+  REQUIRE(values[0] == R"([ "x", {"y":1} ])");
+  REQUIRE(values[1] == R"("a")");
+  REQUIRE(values[2].empty());
+  REQUIRE(values[3] == "null");  // an escaped key is decoded before it is compared
+  REQUIRE_THROWS_AS(brine::JsonMemberValues("[1]", kKeys, values), brine::JsonError);
+  REQUIRE_THROWS_AS(brine::JsonMemberValues(R"({"x":[})", kKeys, values), brine::JsonError);
+  REQUIRE_THROWS_AS(brine::JsonMemberValues(R"({"fun":"a\x"})", kKeys, values), brine::JsonError);
+  REQUIRE_THROWS_AS(brine::JsonMemberValues(load, kKeys, std::span(values, 3)), std::invalid_argument);
+}
+
+TEST_CASE("json: strings scan alike whichever 16- or 8-byte block or tail a special byte falls in", "[core]") {
+  // The string scans test 16 bytes (SSE2), then 8 (SWAR), then single bytes:
+  // a byte that ends a run must be found at every offset of each.
+  using brine::JsonStyle;
+  const std::string specials[] = {"\"", "\\", "\n", "\x01", "\x7f", "caf\xc3\xa9", "\xff", "\xf0\x9f\x98\x80"};
+  for (std::size_t length = 0; length <= 40; ++length) {
+    for (std::size_t at = 0; at <= length; ++at) {
+      for (const std::string& special : specials) {
+        std::string s(length, 'a');
+        s.insert(at, special);
+        const brine::Value v(s);
+        INFO("length " << length << " at " << at << " special " << brine::ToJson(brine::Value(special)));
+        for (const JsonStyle& style : {JsonStyle::Storage(), JsonStyle::Python(2), JsonStyle{.ensure_ascii = true}}) {
+          const std::string text = brine::ToJson(v, JsonStyle::Storage());
+          REQUIRE(brine::ParseJson(text) == v);
+          std::string transcoded;
+          brine::WriteJsonText(text, style, 0, transcoded);
+          REQUIRE(transcoded == brine::ToJson(v, style));
+          std::string_view found[1];
+          static constexpr std::string_view kKey[] = {"k"};
+          const std::string object = "{" + text + ":1,\"k\":" + text + "}";
+          brine::JsonMemberValues(object, kKey, found);
+          REQUIRE(found[0] == text);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("json: WriteJsonString writes what WriteJson writes for the string", "[core]") {
+  using brine::JsonStyle;
+  for (const std::string& s : {std::string(""), std::string("plain text longer than one word"), std::string("tab\there \"q\" \\"),
+                              std::string("caf\xc3\xa9 and \x7f and \xff"), std::string(40, 'x') + "\n" + std::string(9, 'y')}) {
+    for (const JsonStyle& style : {JsonStyle::Storage(), JsonStyle::Python(4), JsonStyle{.ensure_ascii = true}}) {
+      std::string a;
+      std::string b;
+      brine::WriteJsonString(s, style, a);
+      brine::WriteJson(brine::Value(s), style, b);
+      REQUIRE(a == b);
+    }
+  }
 }

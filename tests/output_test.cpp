@@ -2,6 +2,7 @@
 // examples and Salt's unit-test expectations as golden files, and Python
 // itself (json, PyYAML with and without libyaml, str(), pprint) as an oracle
 // rendering the same values: tests/oracle/render.py.
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -750,6 +751,24 @@ TEST_CASE("output: MapStream writes exactly what Render prints for the whole map
         std::ostringstream out;
         brine::output::MapStream stream(outputter, Indent(indent), out);
         for (const auto& [k, v] : map.as_map()) stream.AddJson(k, ToJson(v));
+        stream.Finish();
+        REQUIRE(out.str() == Render(outputter, map, Indent(indent)));
+      }
+    }
+    // Values that are objects, given as their members' JSON texts, print the same.
+    const bool objects = std::all_of(map.as_map().begin(), map.as_map().end(), [](const auto& e) { return e.second.is_map(); });
+    if (!objects) continue;
+    for (const char* outputter : {"json", "nested", "yaml"}) {
+      for (const std::optional<int> indent : {std::optional<int>(), std::optional<int>(0), std::optional<int>(-1)}) {
+        std::ostringstream out;
+        brine::output::MapStream stream(outputter, Indent(indent), out);
+        for (const auto& [k, v] : map.as_map()) {
+          std::vector<std::string> texts;
+          for (const auto& member : v.as_map()) texts.push_back(ToJson(member.second));
+          std::vector<brine::output::MapStream::JsonMember> members;
+          for (std::size_t i = 0; i < texts.size(); ++i) members.push_back({v.as_map()[i].first, texts[i]});
+          stream.AddJsonObject(k, members);
+        }
         stream.Finish();
         REQUIRE(out.str() == Render(outputter, map, Indent(indent)));
       }

@@ -2,14 +2,21 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <limits>
 #include <span>
+#include <stdexcept>
 
 #include "brine/core/utf8.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace brine {
 namespace {
@@ -34,6 +41,64 @@ constexpr auto PlainBytes(bool ensure_ascii) {
 constexpr std::array<bool, 256> kPlain = PlainBytes(false);
 constexpr std::array<bool, 256> kPlainAscii = PlainBytes(true);
 
+// Word-at-a-time string scanning (SWAR): eight bytes are tested at once for
+// the bytes that end a run, so the plain text that is most of a load or a
+// return costs one test per word instead of one table lookup per byte. The
+// masks below set a lane's high bit where the test holds; a lane above a
+// true one may be set falsely (borrows), never a lane below it, so the
+// lowest set lane is exact.
+constexpr std::uint64_t kLanes = 0x0101010101010101ULL;
+constexpr std::uint64_t kHighs = 0x8080808080808080ULL;
+constexpr std::uint64_t ZeroLanes(std::uint64_t w) { return (w - kLanes) & ~w & kHighs; }
+constexpr std::uint64_t EqualLanes(std::uint64_t w, unsigned char c) { return ZeroLanes(w ^ (kLanes * c)); }
+constexpr std::uint64_t BelowSpaceLanes(std::uint64_t w) { return (w - kLanes * 0x20) & ~w & kHighs; }
+
+enum class RunKind {
+  kStringBytes,  // any byte but '"', '\\' and controls: what may stand in a JSON string
+  kAsciiText,    // also not DEL or non-ASCII: what every style writes unchanged
+};
+
+// The end of the run of `kind` bytes from `p`: sixteen bytes per test with
+// SSE2, else eight per word (SWAR; little-endian lanes: byte i is bits
+// 8i..8i+7), then byte by byte for the last few.
+template <RunKind kind>
+const char* RunEnd(const char* p, const char* end) {
+#if defined(__SSE2__)
+  // Sixteen bytes per test where the target has SSE2 (every x86-64).
+  const __m128i quote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i below_space = _mm_set1_epi8(0x1F);
+  while (end - p >= 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    __m128i stop = _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash));
+    if constexpr (kind == RunKind::kAsciiText) {
+      // Signed: 0x00..0x1F and 0x80..0xFF are below 0x20; and DEL.
+      stop = _mm_or_si128(stop, _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+      stop = _mm_or_si128(stop, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x7F)));
+    } else {
+      stop = _mm_or_si128(stop, _mm_cmpeq_epi8(_mm_min_epu8(v, below_space), v));  // unsigned <= 0x1F
+    }
+    if (const int mask = _mm_movemask_epi8(stop); mask != 0) return p + std::countr_zero(static_cast<unsigned>(mask));
+    p += 16;
+  }
+#endif
+  static_assert(std::endian::native == std::endian::little);
+  while (end - p >= 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p, 8);
+    std::uint64_t stop = EqualLanes(w, '"') | EqualLanes(w, '\\') | BelowSpaceLanes(w);
+    if constexpr (kind == RunKind::kAsciiText) stop |= (w & kHighs) | EqualLanes(w, 0x7F);
+    if (stop != 0) return p + std::countr_zero(stop) / 8;
+    p += 8;
+  }
+  for (; p != end; ++p) {
+    const auto b = static_cast<unsigned char>(*p);
+    if (b == '"' || b == '\\' || b < 0x20) break;
+    if (kind == RunKind::kAsciiText && b >= 0x7F) break;
+  }
+  return p;
+}
+
 void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
   out += '"';
   std::size_t i = 0;
@@ -41,7 +106,7 @@ void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
     // Copy the run of bytes that need no escaping in one append: most of a
     // return is plain text.
     const auto& plain = style.ensure_ascii ? kPlainAscii : kPlain;
-    std::size_t run = i;
+    std::size_t run = static_cast<std::size_t>(RunEnd<RunKind::kAsciiText>(s.data() + i, s.data() + s.size()) - s.data());
     while (run < s.size() && plain[static_cast<unsigned char>(s[run])]) ++run;
     if (run > i) {
       out.append(s.data() + i, run - i);
@@ -110,9 +175,18 @@ void WriteFloat(double d, const JsonStyle& style, std::string& out) {
   }
 }
 
-void Newline(const JsonStyle& style, int level, std::string& out) {
-  out += '\n';
-  out.append(static_cast<std::size_t>(style.indent) * static_cast<std::size_t>(level), ' ');
+// A line break and the indent of `level`, after a ',' when `after_item`: one
+// copy from a run of spaces, since append(n, ' ') per line costs far more and
+// a listing is mostly short lines.
+void Newline(const JsonStyle& style, int level, std::string& out, bool after_item = false) {
+  static constexpr std::string_view kBreak = ",\n                                                                ";
+  const std::size_t n = static_cast<std::size_t>(style.indent) * static_cast<std::size_t>(level) + (after_item ? 2 : 1);
+  if (n <= kBreak.size() - (after_item ? 0 : 1)) {
+    out.append(kBreak.data() + (after_item ? 0 : 1), n);
+  } else {
+    out += after_item ? ",\n" : "\n";
+    out.append(n - (after_item ? 2 : 1), ' ');
+  }
 }
 
 void Write(const Value& v, const JsonStyle& style, int level, std::string& out) {
@@ -221,8 +295,11 @@ class Parser {
     }
     for (bool first = true;; first = false) {
       SkipWs();
-      if (!first) out += item_sep;
-      if (pretty) Newline(style, level + 1, out);
+      if (pretty) {
+        Newline(style, level + 1, out, !first);  // item_sep is ","
+      } else if (!first) {
+        out += item_sep;
+      }
       if (c == '{') {
         if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
         TranscodeString(style, out);
@@ -249,8 +326,8 @@ class Parser {
       return t;
     }();
     const std::size_t open = pos_;
-    const char* p = s_.data() + open + 1;
     const char* const stop = s_.data() + s_.size();
+    const char* p = RunEnd<RunKind::kAsciiText>(s_.data() + open + 1, stop);
     unsigned char seen = 1;
     while (p != stop && kClass[static_cast<unsigned char>(*p)] != 0) seen |= kClass[static_cast<unsigned char>(*p++)];
     const std::size_t end = static_cast<std::size_t>(p - s_.data());
@@ -291,8 +368,8 @@ class Parser {
       for (int b = 0x20; b < 256; ++b) t[b] = b != '"' && b != '\\';
       return t;
     }();
-    const char* p = s_.data() + from;
     const char* const end = s_.data() + s_.size();
+    const char* p = RunEnd<RunKind::kStringBytes>(s_.data() + from, end);
     while (p != end && kStringPlain[static_cast<unsigned char>(*p)]) ++p;
     return static_cast<std::size_t>(p - s_.data());
   }
@@ -471,26 +548,26 @@ class Parser {
     if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
   }
 
-  // JsonMemberTexts: the text of each member whose key is in `keys`.
-  std::vector<std::pair<std::string, std::string_view>> MemberTexts(std::span<const std::string_view> keys) {
-    std::vector<std::pair<std::string, std::string_view>> found;
-    ForEachMember([&](std::string key) {
+  // JsonMemberValues: the text of the first member keyed by each of `keys`.
+  void MemberValues(std::span<const std::string_view> keys, std::span<std::string_view> values) {
+    std::fill(values.begin(), values.end(), std::string_view());
+    ForEachMember([&](std::string_view key) {
       const std::size_t start = pos_;
       SkipValue(1);
-      if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
-        found.emplace_back(std::move(key), s_.substr(start, pos_ - start));
-      }
+      const auto it = std::find(keys.begin(), keys.end(), key);
+      if (it == keys.end()) return;
+      std::string_view& value = values[static_cast<std::size_t>(it - keys.begin())];
+      if (value.empty()) value = s_.substr(start, pos_ - start);
     });
-    return found;
   }
 
   // ParseJsonMembers: the members of a top-level object whose keys are in `keys`.
   Value ParseMembers(std::span<const std::string_view> keys) {
     ValueMap m;
-    ForEachMember([&](std::string key) {
-      if (std::find(keys.begin(), keys.end(), std::string_view(key)) != keys.end()) {
+    ForEachMember([&](std::string_view key) {
+      if (std::find(keys.begin(), keys.end(), key) != keys.end()) {
         Value v = ParseValue(1);
-        m.emplace_back(std::move(key), std::move(v));
+        m.emplace_back(std::string(key), std::move(v));
       } else {
         SkipValue(1);
       }
@@ -500,9 +577,11 @@ class Parser {
 
  private:
   // Walks the members of a document that must be one object: `on_member`
-  // gets each key with pos_ at its value, and must consume the value.
+  // gets each key (valid until the next call) with pos_ at its value, and
+  // must consume the value. A key without escapes is a slice of the text.
   template <class F>
   void ForEachMember(F&& on_member) {
+    std::string decoded_key;
     SkipWs();
     if (pos_ >= s_.size() || s_[pos_] != '{') Fail("expected an object");
     ++pos_;
@@ -513,12 +592,20 @@ class Parser {
       while (true) {
         SkipWs();
         if (pos_ >= s_.size() || s_[pos_] != '"') Fail("expected a string key");
-        std::string key = ParseString();
+        std::string_view key;
+        const std::size_t plain_end = PlainRunEnd(pos_ + 1);
+        if (plain_end < s_.size() && s_[plain_end] == '"') {  // what ParseString would give
+          key = s_.substr(pos_ + 1, plain_end - pos_ - 1);
+          pos_ = plain_end + 1;
+        } else {
+          decoded_key = ParseString();
+          key = decoded_key;
+        }
         SkipWs();
         if (pos_ >= s_.size() || s_[pos_] != ':') Fail("expected ':'");
         ++pos_;
         SkipWs();
-        on_member(std::move(key));
+        on_member(key);
         if (NextItem('}')) continue;
         break;
       }
@@ -737,10 +824,13 @@ Value ParseJsonMembers(std::string_view text, std::span<const std::string_view> 
   return Parser(text).ParseMembers(keys);
 }
 
-std::vector<std::pair<std::string, std::string_view>> JsonMemberTexts(std::string_view text,
-                                                                      std::span<const std::string_view> keys) {
-  return Parser(text).MemberTexts(keys);
+void JsonMemberValues(std::string_view text, std::span<const std::string_view> keys,
+                      std::span<std::string_view> values) {
+  if (values.size() != keys.size()) throw std::invalid_argument("JsonMemberValues: one value per key");
+  Parser(text).MemberValues(keys, values);
 }
+
+void WriteJsonString(std::string_view s, const JsonStyle& style, std::string& out) { WriteString(s, style, out); }
 
 void WriteJsonText(std::string_view json, const JsonStyle& style, int level, std::string& out) {
   Parser(json).TranscodeDocument(style, level, out);

@@ -76,7 +76,7 @@ void MapStream::JsonEntryHead(const std::string& key, std::string& text) const {
     text += count_ == 1 ? "{\n" : ",\n";
     text.append(static_cast<std::size_t>(indent), ' ');
   }
-  WriteJson(Value(key), style, text);
+  WriteJsonString(key, style, text);
   text += ": ";
 }
 
@@ -90,6 +90,44 @@ void MapStream::AddJson(std::string key, std::string_view json) {
   scratch_.clear();
   JsonEntryHead(key, scratch_);
   WriteJsonText(json, JsonStyle::Python(indent < 0 ? -1 : indent), 1, scratch_);
+  Write(scratch_);
+}
+
+void MapStream::AddJsonObject(std::string key, std::span<const JsonMember> members) {
+  if (mode_ != Mode::kJson) {
+    ValueMap object;
+    object.reserve(members.size());
+    for (const JsonMember& m : members) object.emplace_back(std::string(m.name), ParseJson(m.json));
+    Add(std::move(key), Value(std::move(object)));
+    return;
+  }
+  CheckOrder(key);
+  // Laid out as Transcode lays out an object at level 1 (core/src/json.cpp):
+  // items at level 2, the closing brace at level 1.
+  const int indent = options_.indent.value_or(4);
+  const JsonStyle style = JsonStyle::Python(indent < 0 ? -1 : indent);
+  scratch_.clear();
+  JsonEntryHead(key, scratch_);
+  scratch_ += '{';
+  if (!members.empty()) {
+    bool first = true;
+    for (const JsonMember& m : members) {
+      if (!first) scratch_ += indent < 0 ? ", " : ",";
+      if (indent >= 0) {
+        scratch_ += '\n';
+        scratch_.append(static_cast<std::size_t>(indent) * 2, ' ');
+      }
+      first = false;
+      WriteJsonString(m.name, style, scratch_);
+      scratch_ += ": ";
+      WriteJsonText(m.json, style, 2, scratch_);
+    }
+    if (indent >= 0) {
+      scratch_ += '\n';
+      scratch_.append(static_cast<std::size_t>(indent), ' ');
+    }
+  }
+  scratch_ += '}';
   Write(scratch_);
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
@@ -39,7 +40,9 @@ constexpr JobField kJobFields[] = {{"Function", "fun", "unknown-function"},
                                    {"Target", "tgt", "unknown-target"},
                                    {"Target-type", "tgt_type", "list"},
                                    {"User", "user", "root"}};
+// The load keys of kJobFields, in its order (JobFieldsJson indexes both alike).
 constexpr std::string_view kListedKeys[] = {"fun", "arg", "tgt", "tgt_type", "user"};
+static_assert(std::size(kListedKeys) == std::size(kJobFields));
 
 // The job fields as a map, moved out of `load`.
 Value JobFields(Value& load) {
@@ -58,32 +61,35 @@ Value JobFields(Value& load) {
   return Value(std::move(fields));
 }
 
-// The job fields as JSON members ("Function":...,"User":...) from the load's
-// JSON text, with the rules of JobFields, for listings that print JSON.
-void AppendJobFieldsJson(std::string_view load_json, std::string& out) {
-  const auto members = JsonMemberTexts(load_json, kListedKeys);
-  for (const JobField& f : kJobFields) {
-    if (f.name != kJobFields[0].name) out += ',';
-    out += '"';
-    out += f.name;
-    out += "\":";
-    const auto it = std::find_if(members.begin(), members.end(), [&](const auto& m) { return m.first == f.key; });
-    const std::string_view text = it != members.end() ? it->second : std::string_view();
+// The job fields as JSON members (Function ... User) from the load's JSON
+// text, with the rules of JobFields, for listings that print JSON. The texts
+// are slices of `load_json` or of `scratch`, which must outlive `members`
+// and is reserved here so that appending to it moves nothing.
+void JobFieldsJson(std::string_view load_json, std::string& scratch,
+                   std::vector<output::MapStream::JsonMember>& members) {
+  std::string_view found[std::size(kListedKeys)];
+  JsonMemberValues(load_json, kListedKeys, found);
+  scratch.clear();
+  scratch.reserve(load_json.size() + 64);
+  for (std::size_t i = 0; i < std::size(kJobFields); ++i) {
+    const JobField& f = kJobFields[i];
+    std::string_view text = found[i];
     if (f.fallback != nullptr) {
-      if (it != members.end()) {
-        out += text;
-      } else {
-        WriteJson(Value(f.fallback), JsonStyle::Storage(), out);
+      if (text.empty()) {
+        const std::size_t at = scratch.size();
+        WriteJsonString(f.fallback, JsonStyle::Storage(), scratch);
+        text = std::string_view(scratch).substr(at);
       }
-    } else if (it == members.end() || text == "null") {
-      out += "[]";
-    } else if (text.front() == '[') {
-      out += text;
-    } else {
-      out += '[';
-      out += text;
-      out += ']';
+    } else if (text.empty() || text == "null") {
+      text = "[]";
+    } else if (text.front() != '[') {
+      const std::size_t at = scratch.size();
+      scratch += '[';
+      scratch += text;
+      scratch += ']';
+      text = std::string_view(scratch).substr(at);
     }
+    members.push_back({f.name, text});
   }
 }
 
@@ -123,28 +129,30 @@ bool StoreEndtime(Context& ctx) { return ctx.config().job_cache_store_endtime; }
 
 // list_jobs prints {jid: record} as it reads: a day of a big fleet is 100k
 // jobs, whose records as one Value would take far more memory than their
-// text. Each record is put together as JSON from the stored load's text, and
-// the json outputter copies it through without building a Value.
+// text. Each record's members are slices of the stored load's text, and the
+// json outputter lays each one out once, in place, without building a Value
+// (the record's own text was put together and scanned again before).
 void ListJobs(Context& ctx, store::JobFilter filter, const Value& outputter) {
   filter.json_text = true;
   const bool endtime = StoreEndtime(ctx);
   const auto stream = ctx.OpenMapStream(outputter);
-  std::string rec;
+  std::string scratch;
+  std::string start_time;
+  std::string end_time;
+  std::vector<output::MapStream::JsonMember> members;
   ctx.Store().ForEachJob(filter, [&](store::JobRecord&& job) {
-    rec.assign("{");
-    AppendJobFieldsJson(job.load_json, rec);
-    if (job.metadata_json) {
-      rec += ",\"Metadata\":";
-      rec += *job.metadata_json;
-    }
-    rec += ",\"StartTime\":";
-    WriteJson(Value(StartTime(job.jid)), JsonStyle::Storage(), rec);
+    members.clear();
+    JobFieldsJson(job.load_json, scratch, members);
+    if (job.metadata_json) members.push_back({"Metadata", *job.metadata_json});
+    start_time.clear();
+    WriteJsonString(StartTime(job.jid), JsonStyle::Storage(), start_time);
+    members.push_back({"StartTime", start_time});
     if (endtime && job.endtime && !job.endtime->empty()) {
-      rec += ",\"EndTime\":";
-      WriteJson(Value(*job.endtime), JsonStyle::Storage(), rec);
+      end_time.clear();
+      WriteJsonString(*job.endtime, JsonStyle::Storage(), end_time);
+      members.push_back({"EndTime", end_time});
     }
-    rec += '}';
-    stream->AddJson(std::move(job.jid), rec);
+    stream->AddJsonObject(std::move(job.jid), members);
   });
   stream->Finish();
   ctx.SuppressResult();

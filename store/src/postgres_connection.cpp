@@ -1,6 +1,5 @@
 #include "postgres_connection.h"
 
-#include <libpq-fe.h>
 
 #include <algorithm>
 #include <atomic>
@@ -8,6 +7,7 @@
 #include <exception>
 
 #include "brine/store/postgres_stats.h"
+#include "libpq.h"
 
 namespace brine::store::detail {
 
@@ -30,63 +30,63 @@ bool IsPostgresUri(std::string_view database) {
 }
 
 PgResult::~PgResult() {
-  if (r_ != nullptr) PQclear(r_);
+  if (r_ != nullptr) Libpq().PQclear(r_);
 }
 
 PgResult& PgResult::operator=(PgResult&& o) noexcept {
   if (this != &o) {
-    if (r_ != nullptr) PQclear(r_);
+    if (r_ != nullptr) Libpq().PQclear(r_);
     r_ = o.r_;
     o.r_ = nullptr;
   }
   return *this;
 }
 
-int PgResult::rows() const { return PQntuples(r_); }
+int PgResult::rows() const { return Libpq().PQntuples(r_); }
 
-bool PgResult::null(int row, int field) const { return PQgetisnull(r_, row, field) != 0; }
+bool PgResult::null(int row, int field) const { return Libpq().PQgetisnull(r_, row, field) != 0; }
 
 std::string_view PgResult::text(int row, int field) const {
-  return std::string_view(PQgetvalue(r_, row, field), static_cast<std::size_t>(PQgetlength(r_, row, field)));
+  return std::string_view(Libpq().PQgetvalue(r_, row, field), static_cast<std::size_t>(Libpq().PQgetlength(r_, row, field)));
 }
 
-std::int64_t PgResult::integer(int row, int field) const { return std::strtoll(PQgetvalue(r_, row, field), nullptr, 10); }
+std::int64_t PgResult::integer(int row, int field) const { return std::strtoll(Libpq().PQgetvalue(r_, row, field), nullptr, 10); }
 
 std::int64_t PgResult::affected() const {
-  const char* n = PQcmdTuples(r_);
+  const char* n = Libpq().PQcmdTuples(r_);
   return n[0] == '\0' ? 0 : std::strtoll(n, nullptr, 10);
 }
 
-PgConnection::PgConnection(const std::string& uri) : conn_(PQconnectdb(uri.c_str())) {
+PgConnection::PgConnection(const std::string& uri) : conn_(Libpq().PQconnectdb(uri.c_str())) {
   if (conn_ == nullptr) throw StoreError("opening the PostgreSQL database: out of memory");
-  if (PQstatus(conn_) != CONNECTION_OK) {
+  if (Libpq().PQstatus(conn_) != CONNECTION_OK) {
     // libpq's message names host and database, never the password.
-    const std::string message = "opening " + Where() + ": " + PQerrorMessage(conn_);
-    PQfinish(conn_);
+    const std::string message = "opening " + Where() + ": " + Libpq().PQerrorMessage(conn_);
+    Libpq().PQfinish(conn_);
     conn_ = nullptr;
     throw PgError(message, "08001", true);
   }
   // Notices (e.g. "relation already exists, skipping") are not brine's to print.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  Libpq().PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
 }
 
 PgConnection::~PgConnection() {
-  if (conn_ != nullptr) PQfinish(conn_);
+  if (conn_ != nullptr) Libpq().PQfinish(conn_);
 }
 
 std::string PgConnection::Where() const {
-  const char* db = PQdb(conn_);
-  const char* host = PQhost(conn_);
+  const char* db = Libpq().PQdb(conn_);
+  const char* host = Libpq().PQhost(conn_);
   return std::string("PostgreSQL database ") + (db ? db : "?") + " on " + (host && *host ? host : "the local socket");
 }
 
-bool PgConnection::in_transaction() const { return PQtransactionStatus(conn_) != PQTRANS_IDLE; }
+bool PgConnection::in_transaction() const { return Libpq().PQtransactionStatus(conn_) != PQTRANS_IDLE; }
 
 // A failure of libpq itself (no result, a send that failed): the connection
 // is gone or unusable even when libpq has not marked it bad yet (in pipeline
 // mode it may not have when a send to a killed server failed).
 PgError PgConnection::Failure(const char* what) const {
-  std::string message = PQerrorMessage(conn_);
+  std::string message = Libpq().PQerrorMessage(conn_);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   return PgError(std::string(what) + ": " + message, "", true);
 }
@@ -94,13 +94,13 @@ PgError PgConnection::Failure(const char* what) const {
 namespace {
 
 PgError ResultFailure(pg_conn* conn, PGresult* r) {
-  const char* state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-  std::string message = PQresultErrorMessage(r);
-  if (message.empty()) message = PQerrorMessage(conn);
+  const char* state = Libpq().PQresultErrorField(r, PG_DIAG_SQLSTATE);
+  std::string message = Libpq().PQresultErrorMessage(r);
+  if (message.empty()) message = Libpq().PQerrorMessage(conn);
   while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
   // No SQLSTATE: libpq made the error itself ("server closed the connection
   // unexpectedly"), which is a lost connection.
-  return PgError(message, state ? state : "", PQstatus(conn) != CONNECTION_OK || state == nullptr);
+  return PgError(message, state ? state : "", Libpq().PQstatus(conn) != CONNECTION_OK || state == nullptr);
 }
 
 }  // namespace
@@ -109,7 +109,7 @@ PgResult PgConnection::Exec(const std::string& sql, const std::vector<PgParam>& 
   round_trips.fetch_add(1, std::memory_order_relaxed);
   PGresult* r = nullptr;
   if (params.empty()) {
-    r = PQexec(conn_, sql.c_str());
+    r = Libpq().PQexec(conn_, sql.c_str());
   } else {
     std::vector<const char*> values;
     std::vector<int> lengths, formats;
@@ -128,14 +128,14 @@ PgResult PgConnection::Exec(const std::string& sql, const std::vector<PgParam>& 
         values[i] = copies.back().c_str();
       }
     }
-    r = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), lengths.data(),
+    r = Libpq().PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), lengths.data(),
                      formats.data(), 0);
   }
   if (r == nullptr) throw Failure("PostgreSQL");
-  const ExecStatusType st = PQresultStatus(r);
+  const ExecStatusType st = Libpq().PQresultStatus(r);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
     PgError e = ResultFailure(conn_, r);
-    PQclear(r);
+    Libpq().PQclear(r);
     throw e;
   }
   return PgResult(r);
@@ -147,7 +147,7 @@ std::vector<PgResult> PgConnection::ExecPipeline(const std::vector<PgStatement>&
   for (std::size_t done = 0; done < statements.size(); done += kPipelineChunk) {
     const std::size_t end = std::min(statements.size(), done + kPipelineChunk);
     round_trips.fetch_add(1, std::memory_order_relaxed);
-    if (PQenterPipelineMode(conn_) == 0) throw Failure("PostgreSQL pipeline");
+    if (Libpq().PQenterPipelineMode(conn_) == 0) throw Failure("PostgreSQL pipeline");
     std::optional<PgError> failed;
     try {
       for (std::size_t i = done; i < end; ++i) {
@@ -160,34 +160,34 @@ std::vector<PgResult> PgConnection::ExecPipeline(const std::vector<PgStatement>&
           lengths.push_back(p.value ? static_cast<int>(p.value->size()) : 0);
           formats.push_back(p.binary ? 1 : 0);
         }
-        if (PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(st.params.size()), nullptr, values.data(),
+        if (Libpq().PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(st.params.size()), nullptr, values.data(),
                               lengths.data(), formats.data(), 0) == 0) {
           throw Failure("PostgreSQL");
         }
       }
-      if (PQpipelineSync(conn_) == 0) throw Failure("PostgreSQL");
+      if (Libpq().PQpipelineSync(conn_) == 0) throw Failure("PostgreSQL");
       // One result (then a NULL) per statement, then the sync's.
       for (std::size_t i = done; i < end; ++i) {
-        PGresult* r = PQgetResult(conn_);
+        PGresult* r = Libpq().PQgetResult(conn_);
         if (r == nullptr) throw Failure("PostgreSQL");
-        const ExecStatusType st = PQresultStatus(r);
+        const ExecStatusType st = Libpq().PQresultStatus(r);
         if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
           results.emplace_back(r);
         } else {
           if (st != PGRES_PIPELINE_ABORTED && !failed) failed = ResultFailure(conn_, r);
-          PQclear(r);
+          Libpq().PQclear(r);
         }
-        while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+        while ((r = Libpq().PQgetResult(conn_)) != nullptr) Libpq().PQclear(r);
       }
-      PGresult* sync = PQgetResult(conn_);
+      PGresult* sync = Libpq().PQgetResult(conn_);
       if (sync == nullptr) throw Failure("PostgreSQL");
-      PQclear(sync);
+      Libpq().PQclear(sync);
     } catch (...) {
       // A broken connection: leave pipeline mode as far as libpq lets us.
-      PQexitPipelineMode(conn_);
+      Libpq().PQexitPipelineMode(conn_);
       throw;
     }
-    if (PQexitPipelineMode(conn_) == 0 && !failed) throw Failure("PostgreSQL pipeline");
+    if (Libpq().PQexitPipelineMode(conn_) == 0 && !failed) throw Failure("PostgreSQL pipeline");
     if (failed) throw *failed;
   }
   return results;
@@ -206,27 +206,27 @@ void PgConnection::StartRows(const std::string& sql, const std::vector<PgParam>&
       values.push_back(nullptr);
     }
   }
-  if (PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr,
+  if (Libpq().PQsendQueryParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr,
                         nullptr, 0) == 0) {
     throw Failure("PostgreSQL");
   }
-  PQsetSingleRowMode(conn_);
+  Libpq().PQsetSingleRowMode(conn_);
 }
 
 std::optional<PgResult> PgConnection::NextRow() {
-  PGresult* r = PQgetResult(conn_);
+  PGresult* r = Libpq().PQgetResult(conn_);
   if (r == nullptr) return std::nullopt;
-  const ExecStatusType st = PQresultStatus(r);
+  const ExecStatusType st = Libpq().PQresultStatus(r);
   if (st == PGRES_SINGLE_TUPLE) return PgResult(r);
   if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK) {
-    PQclear(r);
+    Libpq().PQclear(r);
     // Drain: the query is done after its final result.
-    while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+    while ((r = Libpq().PQgetResult(conn_)) != nullptr) Libpq().PQclear(r);
     return std::nullopt;
   }
   PgError e = ResultFailure(conn_, r);
-  PQclear(r);
-  while ((r = PQgetResult(conn_)) != nullptr) PQclear(r);
+  Libpq().PQclear(r);
+  while ((r = Libpq().PQgetResult(conn_)) != nullptr) Libpq().PQclear(r);
   throw e;
 }
 

@@ -78,11 +78,17 @@ inline constexpr int kMaxJsonDepth = 1000;
 // load). Throws JsonError as ParseJson does, and when the text is not an object.
 [[nodiscard]] Value ParseJsonMembers(std::string_view text, std::span<const std::string_view> keys);
 
-// The text of each member of a top-level JSON object whose key is in `keys`,
-// in document order (duplicates included), as slices of `text`; the rest is
-// checked for syntax and skipped. Throws JsonError as ParseJsonMembers does.
-[[nodiscard]] std::vector<std::pair<std::string, std::string_view>> JsonMemberTexts(
-    std::string_view text, std::span<const std::string_view> keys);
+// The text of the first member of a top-level JSON object keyed by each of
+// `keys`, as slices of `text`: values[i] for keys[i], empty when no member
+// has that key (a value's text is never empty). The rest is checked for
+// syntax and skipped, building nothing (a job listing reads five keys of each
+// load). Throws JsonError as ParseJsonMembers does, and std::invalid_argument
+// when `values` is not as long as `keys`.
+void JsonMemberValues(std::string_view text, std::span<const std::string_view> keys,
+                      std::span<std::string_view> values);
+
+// Appends `s` as a JSON string in `style`: what WriteJson(Value(std::string(s)), style, out) appends.
+void WriteJsonString(std::string_view s, const JsonStyle& style, std::string& out);
 
 // Appends exactly what WriteJson(ParseJson(json), style, out) would, as the
 // value at nesting `level` of an enclosing document (the indent of its inner
