@@ -18,9 +18,16 @@
 //     contract: a handful, never one per return);
 //   queries: brine-run jobs.list_jobs (json) over every job of the two-master
 //     run and jobs.lookup_jid of one job with --lookup-returns returns, warm
-//     (median of 3 after one run).
+//     (median of 3 after one run);
+//   --store-jobs N (0: skipped): issue 16's query targets on a store of N
+//     jobs (ScaleRun below): brine-run jobs.list_jobs of the last 24 h (N/10
+//     jobs) and jobs.lookup_jid of a job of --lookup-returns returns, warm
+//     (median of 5 after one run).
 //
-// usage: pg_bench [--jobs N] [--baseline-events N] [--lookup-returns N] [--bin DIR]
+// --jobs 0 skips the ingest runs; --hold 1 keeps the server (and prints the
+// store's URI) until stdin closes, for EXPLAIN by hand.
+//
+// usage: pg_bench [--jobs N] [--baseline-events N] [--lookup-returns N] [--store-jobs N] [--hold 1] [--bin DIR]
 #include <libpq-fe.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -61,6 +68,8 @@ struct Args {
   long jobs = 20000;  // x 12 events
   long baseline_events = 20000;
   int lookup_returns = 10000;
+  long store_jobs = 0;  // 0: no ScaleRun
+  bool hold = false;    // keep the server until stdin closes (EXPLAIN by hand)
   fs::path bin = fs::path(BRINE_BIN_DIR);
 };
 
@@ -142,8 +151,8 @@ double WaitReceived(const std::string& uri, std::int64_t total, SteadyClock::tim
 }
 
 // Ingest through `masters` brine-masters on a fresh database; events/s in total.
-double IngestRun(const Args& args, PostgresServer& server, const Stream& stream, int masters, const fs::path& dir,
-                 std::string* uri_out) {
+double IngestRun(const Args& args, PostgresServer& server, const Stream& stream, long jobs, int masters,
+                 const fs::path& dir, std::string* uri_out) {
   const std::string uri = server.CreateDatabase();
   std::vector<Master> ms;
   for (int i = 0; i < masters; ++i) {
@@ -151,7 +160,7 @@ double IngestRun(const Args& args, PostgresServer& server, const Stream& stream,
   }
   // Split by job (12 frames a job): each master sees whole jobs of its own.
   std::vector<std::vector<std::size_t>> parts(static_cast<std::size_t>(masters));
-  const std::size_t per_job = stream.size() / static_cast<std::size_t>(args.jobs);
+  const std::size_t per_job = stream.size() / static_cast<std::size_t>(jobs);
   for (std::size_t i = 0; i < stream.size(); ++i) parts[(i / per_job) % parts.size()].push_back(i);
   const auto start = SteadyClock::now();
   std::vector<std::thread> senders;
@@ -213,11 +222,168 @@ double Baseline(PostgresServer& server, const Stream& stream, long count) {
   return static_cast<double>(n) / Since(start);
 }
 
-double WarmSeconds(const std::vector<std::string>& argv, const fs::path& out) {
+double WarmSeconds(const std::vector<std::string>& argv, const fs::path& out, int runs = 3) {
   (void)RunOnce(argv, out);
   std::vector<double> s;
-  for (int i = 0; i < 3; ++i) s.push_back(RunOnce(argv, out).seconds);
+  for (int i = 0; i < runs; ++i) s.push_back(RunOnce(argv, out).seconds);
   return Median(s);
+}
+
+struct ApiFigures {
+  double returns_per_s = 0;
+  std::int64_t round_trips = 0;
+};
+
+// A job `jid` answered by `returns` minions, each returning `ret` from
+// `fun`, through the store API in one batch (no bus, no master): its rate and
+// round trips are the backend's own.
+ApiFigures WriteBigJob(const std::string& uri, const std::string& jid, int returns, const std::string& fun = "test.ping",
+                       const Value& ret = Value(true)) {
+  auto store = brine::store::OpenStore(uri, {.master_id = "bench_loader"});
+  const auto started = SteadyClock::now();
+  const std::int64_t trips_before = brine::store::PostgresRoundTrips();
+  auto batch = store->BeginBatch();
+  std::vector<std::string> minions;
+  for (int i = 0; i < returns; ++i) minions.push_back("lookup-minion-" + std::to_string(i));
+  store->SaveLoad(jid, Value::Map({{"fun", fun}, {"tgt", "*"}, {"jid", jid}}), minions);
+  for (const std::string& m : minions) {
+    (void)store->Returner(Value::Map({{"jid", jid}, {"id", m}, {"fun", fun}, {"return", ret},
+                                      {"retcode", 0}, {"success", true}}));
+  }
+  batch.Commit();
+  return {returns / Since(started), brine::store::PostgresRoundTrips() - trips_before};
+}
+
+// A brine-run config dir whose brine.database is `uri`.
+std::string RunnerConf(const fs::path& dir, const std::string& uri) {
+  fs::create_directories(dir);
+  std::ofstream(dir / "master") << "id: bench_runner\ncachedir: " << (dir / "cache").string()
+                                << "\nbrine.database: '" << uri << "'\n";
+  return dir.string();
+}
+
+struct ScaleFigures {
+  long jobs = 0;         // in the store
+  long window_jobs = 0;  // listed by the last-24h list_jobs
+  double sample_s = 0;   // the sample through brine-master
+  double copy_s = 0;     // the SQL copies, VACUUM ANALYZE included
+  double list_s = 0;
+  double lookup_s = 0;        // the cmd.run job
+  double lookup_small_s = 0;  // the test.ping job
+  long big_pages = 0;         // heap pages the cmd.run job's returns are on
+  long small_pages = 0;       // heap pages the test.ping job's returns are on
+  std::string size;  // pg_database_size, pretty
+  std::string uri;
+};
+
+// Issue 16's query targets on a store of --store-jobs jobs (1M in
+// ./brine.sh bench). Streaming 1M jobs (12M events) through brine-master
+// would take about an hour at the few thousand events/s this machine gives
+// PostgreSQL ingest, so the store is built in two steps:
+//   1. a sample of kSampleJobs jobs (the ingest stream's: 10 returns each
+//      from 1,000 minions) goes through a real brine-master, so every row the
+//      copies come from is one brine wrote;
+//   2. SQL copies the sample's job, job_minion and ret rows with new ids and
+//      jids (INSERT ... SELECT over generate_series, a tenth of the copies a
+//      transaction) until the store holds N jobs, the copies' jids spread
+//      evenly over the 10 days before the build (so the last 24 h hold N/10,
+//      as in query_bench), the jid inside load and full_ret rewritten too.
+// Then two jobs of --lookup-returns returns go in through the store API, an
+// hour and two hours before the build, and VACUUM ANALYZE runs (what
+// autovacuum will have done by the time a store has grown this big). The
+// event archive is not copied: neither query reads it.
+//
+// The two jobs differ in the size of their returns: a cmd.run like the
+// copies (~470-byte rows, 2.9 MB of json out; query_bench's job of 10,000
+// returns is a cmd.run too) and a test.ping (~170-byte rows, 0.3 MB). Neither
+// lands side by side: the copies leave the end of each full page free, and
+// PostgreSQL's free space map hands each new row the tail of another page,
+// so each job's 10,000 returns sit on 7,000-10,000 pages (printed), and
+// lookup_jid reads one page per return. A store that grew by ingest with a
+// mix of return sizes has fewer such tails; one clustered by job
+// (CLUSTER ret USING ret_job_id_minion_id_key) reads a few hundred pages.
+ScaleFigures ScaleRun(const Args& args, PostgresServer& server, const fs::path& dir) {
+  constexpr long kSampleJobs = 1000;
+  constexpr int kReturnsPerJob = 10;
+  const long copies = args.store_jobs / kSampleJobs - 1;  // the sample is the first of them
+  ScaleFigures out;
+  const auto now = brine::FromUnixMicros(std::chrono::duration_cast<std::chrono::microseconds>(
+                                              std::chrono::system_clock::now().time_since_epoch())
+                                              .count());
+  const auto t0 = now - std::chrono::hours(24 * 10);
+  const std::int64_t t0_us = t0.time_since_epoch().count();
+  const std::int64_t step_us = std::int64_t{10} * 86400 * 1000000 / args.store_jobs;
+
+  std::string uri;
+  auto started = SteadyClock::now();
+  const Stream sample = BuildStream(kSampleJobs, 1000, kReturnsPerJob, t0);
+  (void)IngestRun(args, server, sample, kSampleJobs, 1, dir / "sample", &uri);
+  out.sample_s = Since(started);
+
+  started = SteadyClock::now();
+  Pg pg(uri);
+  pg.One("CREATE TEMP TABLE sample AS SELECT row_number() OVER (ORDER BY jid) - 1 AS k, * FROM job");
+  const std::string base = pg.One("SELECT max(id) FROM job");
+  // copy i (sample job k of copy c, i = c * K + k) gets id base + i and the
+  // jid of t0 + i * step.
+  pg.One("CREATE TEMP TABLE copy AS SELECT c.id, s.id AS sid, s.jid AS sjid, c.t,"
+         " to_char(c.t AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') AS jid FROM sample AS s,"
+         " LATERAL (SELECT " + base + " + i AS id, timestamptz 'epoch' + (" + std::to_string(t0_us) + " + i * " +
+         std::to_string(step_us) + ") * interval '1 microsecond' AS t"
+         " FROM generate_series(1, " + std::to_string(copies) + ") AS g(c), LATERAL (SELECT g.c * " +
+         std::to_string(kSampleJobs) + " + s.k AS i) AS x) AS c");
+  constexpr int kChunks = 10;
+  const long per_chunk = (copies * kSampleJobs + kChunks - 1) / kChunks;
+  for (int chunk = 0; chunk < kChunks; ++chunk) {
+    const std::string lo = std::to_string(std::stoll(base) + kSampleJobs + chunk * per_chunk);
+    const std::string hi = std::to_string(std::stoll(base) + kSampleJobs + (chunk + 1) * per_chunk);
+    const std::string range = " WHERE c.id >= " + lo + " AND c.id < " + hi;
+    pg.One("BEGIN");
+    pg.One("INSERT INTO job (id, jid, fun, load, load_kind, stub_minions, metadata, nocache, endtime, seen)"
+           " OVERRIDING SYSTEM VALUE SELECT c.id, c.jid, s.fun, replace(s.load, s.jid, c.jid), s.load_kind,"
+           " s.stub_minions, s.metadata, s.nocache, s.endtime, c.t FROM copy AS c JOIN sample AS s ON s.id = c.sid" +
+           range + " ORDER BY c.id");
+    pg.One("INSERT INTO job_minion (job_id, minion_id) SELECT c.id, jm.minion_id FROM copy AS c"
+           " JOIN job_minion AS jm ON jm.job_id = c.sid" + range + " ORDER BY c.id, jm.minion_id");
+    pg.One("INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret)"
+           " SELECT c.id, r.minion_id, c.t + (r.recv - s.seen), r.success, r.retcode, replace(r.full_ret, c.sjid, c.jid)"
+           " FROM copy AS c JOIN sample AS s ON s.id = c.sid JOIN ret AS r ON r.job_id = c.sid" + range +
+           " ORDER BY c.id, r.minion_id");
+    pg.One("COMMIT");
+    std::fprintf(stderr, "pg_bench: store of %ld jobs: copies %d/%d\n", args.store_jobs, chunk + 1, kChunks);
+  }
+  pg.One("SELECT setval(pg_get_serial_sequence('job', 'id'), (SELECT max(id) FROM job))");
+  const std::string big_jid = brine::FormatJid(now - std::chrono::hours(1));
+  (void)WriteBigJob(uri, big_jid, args.lookup_returns, "cmd.run",
+                    Value("active\n" + std::string(250, 'x')));
+  const std::string small_jid = brine::FormatJid(now - std::chrono::hours(2));
+  (void)WriteBigJob(uri, small_jid, args.lookup_returns);
+  pg.One("VACUUM ANALYZE");
+  out.copy_s = Since(started);
+  auto pages = [&](const std::string& jid) {
+    return std::stol(pg.One("SELECT count(DISTINCT (ctid::text::point)[0]) FROM ret WHERE job_id ="
+                            " (SELECT id FROM job WHERE jid = '" + jid + "')"));
+  };
+  out.big_pages = pages(big_jid);
+  out.small_pages = pages(small_jid);
+
+  // The window as query_bench writes it: the build time less 24 h, to the second.
+  const std::string from = brine::FormatJid(now - std::chrono::hours(24));
+  const std::string start_time = from.substr(0, 4) + "-" + from.substr(4, 2) + "-" + from.substr(6, 2) + "T" +
+                                 from.substr(8, 2) + ":" + from.substr(10, 2) + ":" + from.substr(12, 2);
+  out.jobs = std::stol(pg.One("SELECT count(*) FROM job"));
+  out.window_jobs = std::stol(pg.One("SELECT count(*) FROM job WHERE load IS NOT NULL AND jid >= '" +
+                                     from.substr(0, 14) + "000000'"));
+  out.uri = uri;
+  out.size = pg.One("SELECT pg_size_pretty(pg_database_size(current_database()))");
+  const std::string run = (args.bin / "brine-run").string();
+  const std::string conf = RunnerConf(dir / "scale-runner", uri);
+  out.list_s = WarmSeconds({run, "-c", conf, "--out", "json", "jobs.list_jobs", "start_time=" + start_time},
+                           dir / "out.json", 5);
+  out.lookup_s = WarmSeconds({run, "-c", conf, "--out", "json", "jobs.lookup_jid", big_jid}, dir / "out.json", 5);
+  out.lookup_small_s =
+      WarmSeconds({run, "-c", conf, "--out", "json", "jobs.lookup_jid", small_jid}, dir / "out.json", 5);
+  return out;
 }
 
 }  // namespace
@@ -229,6 +395,8 @@ int main(int argc, char** argv) {
     if (k == "--jobs") args.jobs = std::stol(argv[i + 1]);
     else if (k == "--baseline-events") args.baseline_events = std::stol(argv[i + 1]);
     else if (k == "--lookup-returns") args.lookup_returns = std::stoi(argv[i + 1]);
+    else if (k == "--store-jobs") args.store_jobs = std::stol(argv[i + 1]);
+    else if (k == "--hold") args.hold = std::string(argv[i + 1]) == "1";
     else if (k == "--bin") args.bin = argv[i + 1];
   }
   if (auto why = PostgresServer::Unavailable()) {
@@ -238,62 +406,67 @@ int main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / ("brine-pg-bench-" + std::to_string(getpid()));
   fs::create_directories(dir);
   PostgresServer server(PostgresServer::Durability::kDurable);
-  constexpr int kReturnsPerJob = 10;  // of the stream's 12 events a job
-  const Stream stream = BuildStream(args.jobs, 1000, kReturnsPerJob, brine::FromUnixMicros(1704110400000000));
+  if (args.jobs > 0) {
+    constexpr int kReturnsPerJob = 10;  // of the stream's 12 events a job
+    const Stream stream = BuildStream(args.jobs, 1000, kReturnsPerJob, brine::FromUnixMicros(1704110400000000));
 
-  std::string uri1, uri2;
-  const double one = IngestRun(args, server, stream, 1, dir / "one", &uri1);
-  const double two = IngestRun(args, server, stream, 2, dir / "two", &uri2);
-  const double baseline = Baseline(server, stream, args.baseline_events);
+    std::string uri1, uri2;
+    const double one = IngestRun(args, server, stream, args.jobs, 1, dir / "one", &uri1);
+    const double two = IngestRun(args, server, stream, args.jobs, 2, dir / "two", &uri2);
+    const double baseline = Baseline(server, stream, args.baseline_events);
 
-  // A job with --lookup-returns returns, through the store API, on the
-  // two-master database, in one batch: its rate and round trips are the
-  // backend's own (no bus, no master).
-  const std::string big_jid = brine::FormatJid(brine::FromUnixMicros(1704110400000000) - std::chrono::hours(1));
-  double api_returns_per_s = 0;
-  std::int64_t api_round_trips = 0;
-  {
-    auto store = brine::store::OpenStore(uri2, {.master_id = "bench_loader"});
-    const auto started = SteadyClock::now();
-    const std::int64_t trips_before = brine::store::PostgresRoundTrips();
-    auto batch = store->BeginBatch();
-    std::vector<std::string> minions;
-    for (int i = 0; i < args.lookup_returns; ++i) minions.push_back("lookup-minion-" + std::to_string(i));
-    store->SaveLoad(big_jid, Value::Map({{"fun", "test.ping"}, {"tgt", "*"}, {"jid", big_jid}}), minions);
-    for (const std::string& m : minions) {
-      (void)store->Returner(Value::Map({{"jid", big_jid}, {"id", m}, {"fun", "test.ping"}, {"return", true},
-                                        {"retcode", 0}, {"success", true}}));
-    }
-    batch.Commit();
-    api_round_trips = brine::store::PostgresRoundTrips() - trips_before;
-    api_returns_per_s =
-        args.lookup_returns / std::chrono::duration<double>(SteadyClock::now() - started).count();
+    // A job with --lookup-returns returns, through the store API, on the
+    // two-master database.
+    const std::string big_jid = brine::FormatJid(brine::FromUnixMicros(1704110400000000) - std::chrono::hours(1));
+    const ApiFigures api = WriteBigJob(uri2, big_jid, args.lookup_returns);
+    const std::string run = (args.bin / "brine-run").string();
+    const std::string conf = RunnerConf(dir / "runner", uri2);
+    const double list_s = WarmSeconds({run, "-c", conf, "--out", "json", "jobs.list_jobs"}, dir / "out.json");
+    const double lookup_s = WarmSeconds({run, "-c", conf, "--out", "json", "jobs.lookup_jid", big_jid}, dir / "out.json");
+
+    std::printf("%-44s %14s\n", "PostgreSQL (local, durable)", "figure");
+    std::printf("%-44s %14.0f\n", "ingest, 1 master (events/s)", one);
+    std::printf("%-44s %14.0f\n", "ingest, 1 master (returns/s)", one * kReturnsPerJob / 12);
+    std::printf("%-44s %14.0f\n", "ingest, 2 masters at once (events/s, total)", two);
+    std::printf("%-44s %14.0f\n", "store API, one batch (returns/s)", api.returns_per_s);
+    std::printf("%-44s %14lld\n", "store API, one batch (round trips)", static_cast<long long>(api.round_trips));
+    std::printf("%-44s %14.0f\n", "pgjsonb-style baseline (events/s)", baseline);
+    std::printf("%-44s %14.1f\n", "2 masters / baseline", two / baseline);
+    std::printf("%-44s %14.3f\n", ("list_jobs of " + std::to_string(args.jobs + 1) + " jobs (s, warm)").c_str(), list_s);
+    std::printf("%-44s %14.3f\n", ("lookup_jid of " + std::to_string(args.lookup_returns) + " returns (s, warm)").c_str(),
+                lookup_s);
+    std::printf(
+        "{\"bench\":\"pg\",\"events\":%zu,\"ingest_one_master_eps\":%.0f,\"ingest_two_masters_eps\":%.0f,"
+        "\"baseline_eps\":%.0f,\"list_jobs_jobs\":%ld,\"list_jobs_s\":%.3f,\"lookup_returns\":%d,\"lookup_jid_s\":%.3f,"
+        "\"api_returns_per_s\":%.0f,\"api_round_trips\":%lld}\n",
+        stream.size(), one, two, baseline, args.jobs + 1, list_s, args.lookup_returns, lookup_s, api.returns_per_s,
+        static_cast<long long>(api.round_trips));
   }
-  fs::create_directories(dir / "runner");
-  std::ofstream(dir / "runner" / "master") << "id: bench_runner\ncachedir: " << (dir / "cache").string()
-                                           << "\nbrine.database: '" << uri2 << "'\n";
-  const std::string run = (args.bin / "brine-run").string();
-  const std::string conf = (dir / "runner").string();
-  const double list_s = WarmSeconds({run, "-c", conf, "--out", "json", "jobs.list_jobs"}, dir / "out.json");
-  const double lookup_s = WarmSeconds({run, "-c", conf, "--out", "json", "jobs.lookup_jid", big_jid}, dir / "out.json");
-
-  std::printf("%-44s %14s\n", "PostgreSQL (local, durable)", "figure");
-  std::printf("%-44s %14.0f\n", "ingest, 1 master (events/s)", one);
-  std::printf("%-44s %14.0f\n", "ingest, 1 master (returns/s)", one * kReturnsPerJob / 12);
-  std::printf("%-44s %14.0f\n", "ingest, 2 masters at once (events/s, total)", two);
-  std::printf("%-44s %14.0f\n", "store API, one batch (returns/s)", api_returns_per_s);
-  std::printf("%-44s %14lld\n", "store API, one batch (round trips)", static_cast<long long>(api_round_trips));
-  std::printf("%-44s %14.0f\n", "pgjsonb-style baseline (events/s)", baseline);
-  std::printf("%-44s %14.1f\n", "2 masters / baseline", two / baseline);
-  std::printf("%-44s %14.3f\n", ("list_jobs of " + std::to_string(args.jobs + 1) + " jobs (s, warm)").c_str(), list_s);
-  std::printf("%-44s %14.3f\n", ("lookup_jid of " + std::to_string(args.lookup_returns) + " returns (s, warm)").c_str(),
-              lookup_s);
-  std::printf(
-      "{\"bench\":\"pg\",\"events\":%zu,\"ingest_one_master_eps\":%.0f,\"ingest_two_masters_eps\":%.0f,"
-      "\"baseline_eps\":%.0f,\"list_jobs_jobs\":%ld,\"list_jobs_s\":%.3f,\"lookup_returns\":%d,\"lookup_jid_s\":%.3f,"
-      "\"api_returns_per_s\":%.0f,\"api_round_trips\":%lld}\n",
-      stream.size(), one, two, baseline, args.jobs + 1, list_s, args.lookup_returns, lookup_s, api_returns_per_s,
-      static_cast<long long>(api_round_trips));
+  if (args.store_jobs > 0) {
+    const ScaleFigures f = ScaleRun(args, server, dir);
+    std::printf("%-44s %14s\n", ("PostgreSQL store of " + std::to_string(f.jobs) + " jobs, " + f.size).c_str(),
+                "figure");
+    std::printf("%-44s %14.1f\n", "build: sample through brine-master (s)", f.sample_s);
+    std::printf("%-44s %14.1f\n", "build: SQL copies + VACUUM ANALYZE (s)", f.copy_s);
+    std::printf("%-44s %14.3f\n",
+                ("list_jobs last 24 h, " + std::to_string(f.window_jobs) + " jobs (s, warm)").c_str(), f.list_s);
+    std::printf("%-44s %14.3f\n",
+                ("lookup_jid of " + std::to_string(args.lookup_returns) + " returns (s, warm)").c_str(), f.lookup_s);
+    std::printf("%-44s %14ld\n", "  heap pages they are on", f.big_pages);
+    std::printf("%-44s %14.3f\n", "  same, test.ping returns (s, warm)", f.lookup_small_s);
+    std::printf("%-44s %14ld\n", "  heap pages they are on", f.small_pages);
+    std::printf(
+        "{\"bench\":\"pg_scale\",\"store_jobs\":%ld,\"window_jobs\":%ld,\"list_jobs_s\":%.3f,"
+        "\"lookup_returns\":%d,\"lookup_jid_s\":%.3f,\"lookup_pages\":%ld,\"lookup_jid_small_s\":%.3f,"
+        "\"lookup_small_pages\":%ld}\n",
+        f.jobs, f.window_jobs, f.list_s, args.lookup_returns, f.lookup_s, f.big_pages, f.lookup_small_s,
+        f.small_pages);
+    if (args.hold) {
+      std::fprintf(stderr, "pg_bench: --hold: psql -d '%s'; close stdin to stop\n", f.uri.c_str());
+      while (std::getchar() != EOF) {
+      }
+    }
+  }
   std::error_code ec;
   fs::remove_all(dir, ec);
   return 0;

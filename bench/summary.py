@@ -81,8 +81,18 @@ if r:
     if "api_round_trips" in r:
         add("PostgreSQL store API, %d returns in one batch: returns/s, round trips" % r["lookup_returns"],
             "%.0f, %d" % (r["api_returns_per_s"], r["api_round_trips"]), "round trips << returns", "")
-    add("PostgreSQL list_jobs of %d jobs, s warm" % r["list_jobs_jobs"], "%.3f" % r["list_jobs_s"], "<= 0.5", "")
-    add("PostgreSQL lookup_jid of %d returns, s warm" % r["lookup_returns"], "%.3f" % r["lookup_jid_s"], "<= 0.1", "")
+    # The targets are for a store of 1M jobs: pg_scale below.
+    add("PostgreSQL list_jobs of %d jobs (ingest store), s warm" % r["list_jobs_jobs"], "%.3f" % r["list_jobs_s"], "", "")
+    add("PostgreSQL lookup_jid of %d returns (ingest store), s warm" % r["lookup_returns"], "%.3f" % r["lookup_jid_s"],
+        "", "")
+r = find("pg_scale")
+if r:
+    add("PostgreSQL, %d-job store: list_jobs last 24 h (%d jobs), s warm" % (r["store_jobs"], r["window_jobs"]),
+        "%.3f" % r["list_jobs_s"], "<= 0.5", "")
+    add("PostgreSQL, %d-job store: lookup_jid of %d returns (on %d heap pages), s warm"
+        % (r["store_jobs"], r["lookup_returns"], r["lookup_pages"]), "%.3f" % r["lookup_jid_s"], "<= 0.1", "")
+    add("  same, test.ping returns (on %d heap pages), s warm" % r["lookup_small_pages"],
+        "%.3f" % r["lookup_jid_small_s"], "<= 0.1", "")
 
 if table:
     widths = [max(len(row[i]) for row in table + [("figure", "measured", "target", "Salt")]) for i in range(4)]

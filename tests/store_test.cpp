@@ -181,6 +181,26 @@ TEST_CASE("store: the spec's worked example gives local_cache's get_load and get
   REQUIRE(f.Q("SELECT jid, minion FROM jid_missing") == jid + "|web2\n");
 }
 
+// On PostgreSQL the order is the backend's own sort (no ORDER BY on the
+// server, which sorted whole returns): minions first heard of in another
+// order than their names' get ids in that order, which is the index's.
+TEST_CASE("store: get_jid and get_jid_full list minions in the byte order of their names, not in arrival order",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000042";
+  s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*","jid":"20240101120000000042"})"), Strings({}));
+  for (const char* m : {"web2", "\xc3\xa9" "clair", "web10", "Web1", "_x", "web1"}) {
+    REQUIRE(s->Returner(Ret(jid, m, true)).kind == ReturnOutcome::Kind::kStored);
+  }
+  const std::vector<std::string> expected = {"Web1", "_x", "web1", "web10", "web2", "\xc3\xa9" "clair"};
+  for (const Value& v : {s->GetJid(jid), s->GetJidFull(jid)}) {
+    std::vector<std::string> keys;
+    for (const auto& [k, _] : v.as_map()) keys.push_back(k);
+    CHECK(keys == expected);
+  }
+}
+
 TEST_CASE("store: the first return from a minion wins and repeats are classified", "[store]") {
   Fixture f;
   auto s = f.Open();

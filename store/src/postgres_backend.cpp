@@ -1084,13 +1084,22 @@ class PostgresBackend final : public Backend {
     return true;
   }
 
+  // f(minion, full_ret) for each return of `jid`, by minion name in byte
+  // order (SQLite's BINARY; string_view compares as unsigned bytes). The
+  // sort is done here, on the result libpq holds anyway: an ORDER BY made
+  // the server sort whole returns, which spilled to disk past work_mem (4 MB
+  // by default; 10,000 returns of 470 bytes did, pg_bench --store-jobs).
   template <class F>
   void ForEachReturn(const std::string& jid, F&& f) {
     PgResult r = Db().Exec(
         "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
-        " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1 ORDER BY m.name",
+        " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1",
         {P(jid)});
-    for (int i = 0; i < r.rows(); ++i) f(r.text(i, 0), r.text(i, 1));
+    std::vector<std::pair<std::string_view, int>> order;
+    order.reserve(static_cast<std::size_t>(r.rows()));
+    for (int i = 0; i < r.rows(); ++i) order.emplace_back(r.text(i, 0), i);
+    std::sort(order.begin(), order.end());
+    for (const auto& [name, i] : order) f(name, r.text(i, 1));
   }
 
   std::int64_t MinionId(std::string_view name) {

@@ -75,6 +75,36 @@ int WaitExit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// The processes whose parent is `parent` (from /proc).
+std::vector<pid_t> Children(pid_t parent) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...: comm may hold spaces and parentheses.
+    const auto close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// True once `pid` has exited (gone, or a zombie nobody has reaped yet).
+bool Exited(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;
+  const auto close = line.rfind(')');
+  return close != std::string::npos && close + 2 < line.size() && line[close + 2] == 'Z';
+}
+
 void Chown(const fs::path& p, uid_t uid, gid_t gid) {
   if (chown(p.c_str(), uid, gid) != 0) throw std::runtime_error("chown " + p.string() + " failed");
 }
@@ -234,10 +264,23 @@ void PostgresServer::WaitReady() {
 
 void PostgresServer::Kill() {
   if (pid_ <= 0) return;
-  // The whole group, backends too: a backend left alone would finish the
-  // statement (even a COMMIT) it was given before it noticed its postmaster gone.
-  kill(-pid_, SIGKILL);
+  // Backends too: a backend left alone finishes the statement (even a
+  // COMMIT) it was sent before it notices its postmaster gone. They are not
+  // in the postmaster's process group (each postmaster child calls setsid()),
+  // so they are found by parent: the postmaster is stopped first, so that it
+  // starts no new one, and each is killed and waited for (they are not our
+  // children: polled until gone or a zombie).
+  kill(pid_, SIGSTOP);
+  const std::vector<pid_t> children = Children(pid_);
+  for (pid_t c : children) kill(c, SIGKILL);
+  kill(-pid_, SIGKILL);  // the postmaster (and its group, if anything stayed in it)
   WaitExit(pid_);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (pid_t c : children) {
+    while (!Exited(c) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
   pid_ = -1;
 }
 
