@@ -145,3 +145,30 @@ std::string Sql(const std::filesystem::path& db, const std::string& query) {
 }
 
 }  // namespace brine::test
+
+namespace brine::test {
+
+int FileSavedOverflow(MasterProcess& m) {
+  const std::filesystem::path saved = m.database().parent_path() / "brine-overflow.saved";
+  int starts = 0;
+  while (std::filesystem::exists(saved)) {
+    m.Start();
+    ++starts;
+    // The start logs "<n> frames saved by the last stop taken from ...".
+    std::int64_t taken = -1;
+    (void)WaitUntil([&] {
+      const std::string log = ReadFile(m.log_file());
+      const auto at = log.rfind(" frames saved by the last stop taken from");
+      if (at == std::string::npos) return false;
+      const auto from = log.find_last_not_of("0123456789", at - 1);
+      taken = std::stoll(log.substr(from + 1, at - from - 1));
+      return true;
+    });
+    // Per run, "received" counts what this start filed, saved frames first.
+    (void)WaitUntil([&] { return taken >= 0 && Counter(m.database(), "received") >= taken; }, std::chrono::seconds(300));
+    if (m.Stop() != 0) break;
+  }
+  return starts;
+}
+
+}  // namespace brine::test

@@ -79,6 +79,13 @@ struct TcpBusPorts {
 [[nodiscard]] bool WaitUntil(const std::function<bool()>& done,
                              std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// When `m`'s last stop saved what it could not commit of its overflow file
+// (brine-overflow.saved beside the store, the default brine.overflow_dir),
+// starts it again, waits until the frames it took from that file are
+// committed, and stops it; again, should that stop save some too. Returns
+// the starts it took (0: nothing was saved).
+int FileSavedOverflow(MasterProcess& m);
+
 // Runs a SQL query with the sqlite3 library and returns rows as
 // "col|col\n" lines (NULL for nulls).
 [[nodiscard]] std::string Sql(const std::filesystem::path& db, const std::string& query);
