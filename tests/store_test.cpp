@@ -201,6 +201,46 @@ TEST_CASE("store: get_jid and get_jid_full list minions in the byte order of the
   }
 }
 
+TEST_CASE("store: ForEachReturnJson hands out each stored return load's text in the byte order of the names",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000043";
+  s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*","jid":"20240101120000000043"})"), Strings({}));
+  for (const char* m : {"web2", "\xc3\xa9" "clair", "web10", "Web1", "_x", "web1"}) {
+    REQUIRE(s->Returner(Ret(jid, m, std::string("from ") + m)).kind == ReturnOutcome::Kind::kStored);
+  }
+  const Value full = s->GetJidFull(jid);
+  std::vector<std::string> names;
+  s->ForEachReturnJson(jid, [&](std::string_view minion, std::string_view text) {
+    names.emplace_back(minion);
+    CHECK(ParseJson(text) == *full.Find(minion));
+  });
+  CHECK(names == std::vector<std::string>{"Web1", "_x", "web1", "web10", "web2", "\xc3\xa9" "clair"});
+  // One return (handed out as the database holds it) and an unknown jid.
+  const std::string one = "20240101120000000044";
+  REQUIRE(s->Returner(Ret(one, "solo", "alone")).kind == ReturnOutcome::Kind::kStored);
+  names.clear();
+  const Value solo = *s->GetJidFull(one).Find("solo");
+  s->ForEachReturnJson(one, [&](std::string_view minion, std::string_view text) {
+    names.emplace_back(minion);
+    CHECK(ParseJson(text) == solo);
+  });
+  CHECK(names == std::vector<std::string>{"solo"});
+  s->ForEachReturnJson("20240101120000000045", [](std::string_view, std::string_view) { FAIL("no returns"); });
+  // The caller's own failure comes back as itself, not as a StoreError, and
+  // ends the read: later returns are not handed out.
+  struct Mine {};
+  int calls = 0;
+  CHECK_THROWS_AS(s->ForEachReturnJson(jid,
+                                       [&](std::string_view, std::string_view) {
+                                         ++calls;
+                                         throw Mine{};
+                                       }),
+                  Mine);
+  CHECK(calls == 1);
+}
+
 TEST_CASE("store: the first return from a minion wins and repeats are classified", "[store]") {
   Fixture f;
   auto s = f.Open();
