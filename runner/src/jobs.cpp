@@ -220,13 +220,16 @@ Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missin
 
 // lookup_jid of one jid with Salt's defaults (returned, not missing), as
 // LookupOne prints it: each stored return's `return` is a slice of its text,
-// copied into the output by json without building a Value (the others parse
-// one return at a time), so a job of 10,000 returns or one 50 MB dict is
-// never held as Values. The store hands the returns out in minion-name
+// copied into the output by json without building a Value, so a job of
+// 10,000 returns or one 50 MB dict is never held as Values (nested and yaml
+// still parse each return, as before). The store hands the returns out in minion-name
 // order, the order the outputters print a map in.
 void LookupStreamed(Context& ctx, const std::string& jid) {
   static constexpr std::string_view kKeys[] = {"return", "out"};
   std::unique_ptr<output::MapStream> stream;
+  // The outputters that parse the text get the Values after the read: the
+  // store's copy of a 50 MB return is freed by then, as on the Value path.
+  ValueMap parsed;
   ctx.Store().ForEachReturnJson(jid, [&](std::string_view minion, std::string_view full_ret) {
     std::string_view found[std::size(kKeys)];
     JsonMemberValues(full_ret, kKeys, found);
@@ -235,8 +238,14 @@ void LookupStreamed(Context& ctx, const std::string& jid) {
       const Value out = found[1].empty() ? Value() : ParseJson(found[1]);
       stream = ctx.OpenMapStream(out.Truthy() ? out : Value());
     }
-    stream->AddJson(std::string(minion), found[0].empty() ? std::string_view("null") : found[0]);
+    const std::string_view text = found[0].empty() ? std::string_view("null") : found[0];
+    if (stream->CopiesJsonText()) {
+      stream->AddJson(std::string(minion), text);
+    } else {
+      parsed.emplace_back(std::string(minion), ParseJson(text));
+    }
   });
+  for (auto& [minion, value] : parsed) stream->Add(std::move(minion), std::move(value));
   if (!stream) {
     if (ctx.Store().GetLoad(jid).as_map().empty()) ctx.Notice("no job with jid " + jid + " in the store");
     stream = ctx.OpenMapStream(Value());
