@@ -1654,6 +1654,17 @@ TEST_CASE("json: WriteJsonText writes what WriteJson writes for the parsed text,
       Value::EmptyList(),
       Value(0.1),
   };
+  // Strings with escapes longer than the 64 KiB pieces a transcoded string is
+  // decoded in, with multi-byte UTF-8, raw bytes, a 4-byte character and runs
+  // of escapes lying across the piece boundaries at every offset around it.
+  for (std::size_t shift = 65530; shift < 65542; ++shift) {
+    std::string text = "\n" + std::string(shift, 'a');
+    text += "\xc3\xa9\xf0\x9f\x98\x80\xff\xfe\"q\"\\";
+    for (int i = 0; i < 3000; ++i) text += "line \xc3\xa9 \xe2\x82\xac\t\x01\xff\n";
+    text += std::string(70000, '\x02');
+    text += std::string(140000, 'b') + "\xc3\xa9";
+    values.emplace_back(text);
+  }
   // Texts that are not in brine's storage form: normalised as the parser and writer would.
   const std::vector<std::string> foreign = {R"( [ 1.50 , 1E2, -0.0, "\u00e9\/" ] )", R"({"b":1,"a":{"z":[],"y":"\ud800x"}})"};
   std::vector<std::string> texts;

@@ -734,6 +734,17 @@ TEST_CASE("output: MapStream writes exactly what Render prints for the whole map
       J(R"({"a": "trailing spaces   ", "b": "line\n\n", "c": ""})"),
       J(R"({"only": {"Function": "test.ping", "Metadata": {}}})"),
       Value::EmptyMap(),
+      // Entries bigger than the 64 KiB flush (written from the entry's own
+      // text, not copied), between small ones, one ending in whitespace.
+      [] {
+        Value dict = Value::EmptyMap();
+        for (int i = 0; i < 4000; ++i) dict.as_map().emplace_back("key" + std::to_string(100000 + i), Value::List({i, "v"}));
+        return Value::Map({{"a", "small"},
+                           {"b", std::move(dict)},
+                           {"c", std::string(100000, 'x') + "  \n"},
+                           {"d", Value::Map({{"big", std::string(70000, 'y')}, {"tail", "end  "}})},
+                           {"e", std::string(90000, 'z') + " \n "}});
+      }(),
   };
   for (const Value& map : maps) {
     for (const char* outputter : {"json", "nested", "yaml", "txt", "raw"}) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <csignal>
 #include <chrono>
 #include <fstream>
@@ -906,6 +907,56 @@ TEST_CASE("runner: lookup_jid renders with the outputter a return asked for", "[
   CHECK(s.Run({"jobs.lookup_jid", kJB, "--out", "highstate"}).out == state.out);
   // A job whose first return has no `out` is plain nested.
   CHECK(s.Run({"jobs.lookup_jid", kJD}).out == "web1:\n    True\n");
+}
+
+// lookup_jid with Salt's defaults copies each stored return's text into the
+// output; missing=True still builds the Values. When every expected minion
+// returned the two must print the same bytes.
+TEST_CASE("runner: lookup_jid prints the stored returns' text as the Value path prints them, in every outputter",
+          "[runner]") {
+  Site s;
+  const std::string jid = "20240301120000000000";
+  const std::string state_jid = "20240301120000000001";
+  // Arriving out of name order, with odd names, floats Salt prints as NaN and
+  // Infinity, unicode, empty and nested containers.
+  const std::vector<std::string> minions = {"web2", "\xc3\xa9" "clair", "web10", "Web1", "_x"};
+  s.Publish(jid, "test.echo", Value::EmptyList(), "*", "glob", "root", minions);
+  const Value returns[] = {
+      Value::Map({{"a", Value::List({1, 2.5, Value(std::nan("")), Value(HUGE_VAL), Value(-HUGE_VAL)})},
+                  {"b", Value::EmptyMap()},
+                  {"c", Value::EmptyList()}}),
+      "caf\xc3\xa9 \"quoted\"\nline\ttab",
+      Value(),
+      Value::Map({{"nested", Value::Map({{"deeper", Value::List({Value::EmptyMap(), "x", false})}})}}),
+      1e300};
+  for (std::size_t i = 0; i < minions.size(); ++i) s.Return(jid, minions[i], "test.echo", returns[i]);
+  s.Publish(state_jid, "state.apply", Value::EmptyList(), "web1", "glob", "root", {"web1", "web2"});
+  s.Return(state_jid, "web2", "state.apply", StateReturn(), 0, true, Value::Map({{"out", "highstate"}}));
+  s.Return(state_jid, "web1", "state.apply", StateReturn(), 0, true, Value::Map({{"out", "highstate"}}));
+  for (const std::string& j : {jid, state_jid}) {
+    for (const std::vector<std::string>& out :
+         std::vector<std::vector<std::string>>{{},
+                                               {"--out", "json"},
+                                               {"--out", "json", "--out-indent", "0"},
+                                               {"--out", "json", "--out-indent", "-1"},
+                                               {"--out", "yaml"},
+                                               {"--out", "nested"}}) {
+      std::vector<std::string> streamed = {"jobs.lookup_jid", j};
+      streamed.insert(streamed.end(), out.begin(), out.end());
+      std::vector<std::string> built = streamed;
+      built.emplace_back("missing=True");
+      const CliResult a = s.Run(streamed);
+      const CliResult b = s.Run(built);
+      INFO(j << " " << (out.empty() ? "default" : out[1]) << "\n" << a.err << b.err);
+      CHECK(a.code == 0);
+      CHECK(a.err.empty());
+      CHECK(a.out == b.out);
+      CHECK(!a.out.empty());
+    }
+  }
+  // The returns as stored, in name order.
+  CHECK(Keys(s.Json({"jobs.lookup_jid", jid})) ==
+        std::vector<std::string>{"Web1", "_x", "web10", "web2", "\xc3\xa9" "clair"});
 }
 
 TEST_CASE("runner: unknown jids answer as spec 8.3, 8.4 and 8.7 say", "[runner]") {

@@ -184,7 +184,8 @@ TEST_CASE("store: the spec's worked example gives local_cache's get_load and get
 // On PostgreSQL the order is the backend's own sort (no ORDER BY on the
 // server, which sorted whole returns): minions first heard of in another
 // order than their names' get ids in that order, which is the index's.
-TEST_CASE("store: get_jid and get_jid_full list minions in the byte order of their names, not in arrival order",
+TEST_CASE("store: get_jid, get_jid_full and ForEachReturnJson list minions in the byte order of their names, not in "
+          "arrival order",
           "[store]") {
   Fixture f;
   auto s = f.Open();
@@ -199,6 +200,44 @@ TEST_CASE("store: get_jid and get_jid_full list minions in the byte order of the
     for (const auto& [k, _] : v.as_map()) keys.push_back(k);
     CHECK(keys == expected);
   }
+  // The texts are the stored return loads, as GetJidFull parses them.
+  const Value full = s->GetJidFull(jid);
+  std::vector<std::string> names;
+  s->ForEachReturnJson(jid, [&](std::string_view minion, std::string_view text) {
+    names.emplace_back(minion);
+    CHECK(ParseJson(text) == *full.Find(minion));
+  });
+  CHECK(names == expected);
+}
+
+TEST_CASE("store: ForEachReturnJson hands out one return, nothing for an unknown jid, and the caller's failure as itself",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  std::vector<std::string> names;
+  // One return (handed out as the database holds it) and an unknown jid.
+  const std::string one = "20240101120000000044";
+  REQUIRE(s->Returner(Ret(one, "solo", "alone")).kind == ReturnOutcome::Kind::kStored);
+  const Value solo = *s->GetJidFull(one).Find("solo");
+  s->ForEachReturnJson(one, [&](std::string_view minion, std::string_view text) {
+    names.emplace_back(minion);
+    CHECK(ParseJson(text) == solo);
+  });
+  CHECK(names == std::vector<std::string>{"solo"});
+  s->ForEachReturnJson("20240101120000000045", [](std::string_view, std::string_view) { FAIL("no returns"); });
+  // The caller's own failure comes back as itself, not as a StoreError, and
+  // ends the read: later returns are not handed out.
+  const std::string jid = "20240101120000000043";
+  for (const char* m : {"web2", "web1"}) REQUIRE(s->Returner(Ret(jid, m, true)).kind == ReturnOutcome::Kind::kStored);
+  struct Mine {};
+  int calls = 0;
+  CHECK_THROWS_AS(s->ForEachReturnJson(jid,
+                                       [&](std::string_view, std::string_view) {
+                                         ++calls;
+                                         throw Mine{};
+                                       }),
+                  Mine);
+  CHECK(calls == 1);
 }
 
 TEST_CASE("store: the first return from a minion wins and repeats are classified", "[store]") {

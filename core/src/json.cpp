@@ -99,8 +99,9 @@ const char* RunEnd(const char* p, const char* end) {
   return p;
 }
 
-void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
-  out += '"';
+// WriteString without the quotes. Written in pieces cut between whole UTF-8
+// sequences (or raw bytes), the pieces give the whole string's text.
+void WriteStringBody(std::string_view s, const JsonStyle& style, std::string& out) {
   std::size_t i = 0;
   while (i < s.size()) {
     // Copy the run of bytes that need no escaping in one append: most of a
@@ -155,6 +156,11 @@ void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
     }
     i += n;
   }
+}
+
+void WriteString(std::string_view s, const JsonStyle& style, std::string& out) {
+  out += '"';
+  WriteStringBody(s, style, out);
   out += '"';
 }
 
@@ -341,8 +347,19 @@ class Parser {
         return;
       }
     }
-    WriteString(ParseString(), style, out);
+    // Escapes: decoded and written a piece at a time, so a command's 50 MB
+    // of output lines is never held decoded whole beside its text.
+    ++pos_;
+    out += '"';
+    std::string piece;
+    while (!DecodeString(kStringPiece, piece)) {
+      WriteStringBody(piece, style, out);
+      piece.clear();
+    }
+    WriteStringBody(piece, style, out);
+    out += '"';
   }
+  static constexpr std::size_t kStringPiece = std::size_t{1} << 16;
 
   [[noreturn]] void Fail(const char* what) const {
     throw JsonError("invalid JSON at byte " + std::to_string(pos_) + ": " + what);
@@ -636,16 +653,38 @@ class Parser {
   std::string ParseString() {
     ++pos_;  // "
     std::string out;
+    DecodeString(std::string::npos, out);
+    return out;
+  }
+
+  // Decodes a string's body from pos_ onto `out`: true at its closing quote
+  // (consumed); false once `out` grew by `limit` bytes or more, stopped where
+  // a piece may end (before a plain byte that starts a UTF-8 sequence, never
+  // inside an escape or a run of escapes), to be called again.
+  bool DecodeString(std::size_t limit, std::string& out) {
+    const std::size_t base = out.size();
     while (true) {
       // Copy the run of plain bytes in one go: returns are mostly plain text.
       const std::size_t start = pos_;
-      pos_ = PlainRunEnd(pos_);
+      std::size_t end = PlainRunEnd(pos_);
+      bool cut = false;
+      const std::size_t room = limit > out.size() - base ? limit - (out.size() - base) : 0;
+      if (end - start > room) {
+        std::size_t at = start + room;
+        while (at > start && (static_cast<unsigned char>(s_[at]) & 0xC0) == 0x80) --at;
+        if (at > start) {
+          end = at;
+          cut = true;
+        }
+      }
+      pos_ = end;
       out.append(s_.data() + start, pos_ - start);
+      if (cut) return false;
       if (pos_ >= s_.size()) Fail("unterminated string");
       const char c = s_[pos_++];
-      if (c == '"') return out;
+      if (c == '"') return true;
       if (c != '\\') Fail("control character in string");
-      if (out.size() == pos_ - 1 - start) ReserveForString(pos_ - 1, out);  // the first escape
+      if (limit == std::string::npos && out.size() == pos_ - 1 - start) ReserveForString(pos_ - 1, out);  // the first escape
       if (pos_ >= s_.size()) Fail("unterminated escape");
       const char e = s_[pos_++];
       switch (e) {
@@ -680,6 +719,10 @@ class Parser {
           break;
         }
         default: Fail("unknown escape");
+      }
+      if (out.size() - base >= limit && pos_ < s_.size() && s_[pos_] != '\\' && s_[pos_] != '"' &&
+          (static_cast<unsigned char>(s_[pos_]) & 0xC0) != 0x80) {
+        return false;
       }
     }
   }

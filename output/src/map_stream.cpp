@@ -46,7 +46,14 @@ void MapStream::Write(std::string_view text) {
     return;
   }
   pending_ += held_;
-  pending_.append(text.data(), body);
+  if (body >= kFlushBytes) {
+    // A big entry (one 50 MB return) goes out from the caller's text: a
+    // copy in pending_ would be one more entry's size in RSS.
+    Flush();
+    out_.write(text.data(), static_cast<std::streamsize>(body));
+  } else {
+    pending_.append(text.data(), body);
+  }
   held_.assign(text.substr(body));
   wrote_ = true;
   if (pending_.size() >= kFlushBytes) Flush();
@@ -88,6 +95,9 @@ void MapStream::AddJson(std::string key, std::string_view json) {
   CheckOrder(key);
   const int indent = options_.indent.value_or(4);
   scratch_.clear();
+  // Room for the text laid out (indents added), so a big value is written
+  // without the string doubling: pages reserved and never written cost no RSS.
+  if (json.size() >= kFlushBytes) scratch_.reserve(json.size() + json.size() / 2 + key.size() + 64);
   JsonEntryHead(key, scratch_);
   WriteJsonText(json, JsonStyle::Python(indent < 0 ? -1 : indent), 1, scratch_);
   Write(scratch_);

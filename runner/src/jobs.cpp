@@ -2,6 +2,7 @@
 // answered from the store's indexes instead of a walk over the job cache.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -217,6 +218,42 @@ Value LookupOne(Context& ctx, const std::string& jid, bool returned, bool missin
   return ret;
 }
 
+// lookup_jid of one jid with Salt's defaults (returned, not missing), as
+// LookupOne prints it: each stored return's `return` is a slice of its text,
+// copied into the output by json without building a Value, so a job of
+// 10,000 returns or one 50 MB dict is never held as Values (nested and yaml
+// still parse each return, as before). The store hands the returns out in minion-name
+// order, the order the outputters print a map in.
+void LookupStreamed(Context& ctx, const std::string& jid) {
+  static constexpr std::string_view kKeys[] = {"return", "out"};
+  std::unique_ptr<output::MapStream> stream;
+  // The outputters that parse the text get the Values after the read: the
+  // store's copy of a 50 MB return is freed by then, as on the Value path.
+  ValueMap parsed;
+  ctx.Store().ForEachReturnJson(jid, [&](std::string_view minion, std::string_view full_ret) {
+    std::string_view found[std::size(kKeys)];
+    JsonMemberValues(full_ret, kKeys, found);
+    if (!stream) {
+      // The outputter of the first return, when it asked for one (state runs: highstate).
+      const Value out = found[1].empty() ? Value() : ParseJson(found[1]);
+      stream = ctx.OpenMapStream(out.Truthy() ? out : Value());
+    }
+    const std::string_view text = found[0].empty() ? std::string_view("null") : found[0];
+    if (stream->CopiesJsonText()) {
+      stream->AddJson(std::string(minion), text);
+    } else {
+      parsed.emplace_back(std::string(minion), ParseJson(text));
+    }
+  });
+  for (auto& [minion, value] : parsed) stream->Add(std::move(minion), std::move(value));
+  if (!stream) {
+    if (ctx.Store().GetLoad(jid).as_map().empty()) ctx.Notice("no job with jid " + jid + " in the store");
+    stream = ctx.OpenMapStream(Value());
+  }
+  stream->Finish();
+  ctx.SuppressResult();
+}
+
 store::JobFilter BuildFilter(Context& ctx, const Value& search_metadata, const Value& search_function,
                              const Value& search_target, const Value& start_time, const Value& end_time) {
   store::JobFilter f;
@@ -414,7 +451,12 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
           }
           return out;
         }
-        return LookupOne(ctx, StringArg(a[0], "jid"), returned, missing);
+        const std::string jid = StringArg(a[0], "jid");
+        if (returned && !missing) {
+          LookupStreamed(ctx, jid);
+          return Value();
+        }
+        return LookupOne(ctx, jid, returned, missing);
       },
   });
   fns.push_back({

@@ -166,6 +166,7 @@ class Backend {
   virtual Value GetLoad(const std::string& jid) = 0;
   virtual Value GetJid(const std::string& jid) = 0;
   virtual Value GetJidFull(const std::string& jid) = 0;
+  virtual void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
   virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
   virtual void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
                                 const std::function<void(StoredJob&&)>& fn) = 0;

@@ -305,6 +305,9 @@ class JobCache final : public Store {
   Value GetLoad(const std::string& jid) override { return backend_->GetLoad(jid); }
   Value GetJid(const std::string& jid) override { return backend_->GetJid(jid); }
   Value GetJidFull(const std::string& jid) override { return backend_->GetJidFull(jid); }
+  void ForEachReturnJson(const std::string& jid, const ReturnTextFn& fn) override {
+    backend_->ForEachReturnJson(jid, fn);
+  }
 
   std::vector<JobRecord> GetJids(const JobFilter& filter) override {
     std::vector<JobRecord> jobs;

@@ -688,6 +688,22 @@ class PostgresBackend final : public Backend {
     });
   }
 
+  void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override {
+    // The texts are handed out from the query's result, uncopied.
+    std::exception_ptr caller_failure;
+    Guard("get_jid", Op::kRead, [&] {
+      ForEachReturn(jid, [&](std::string_view minion, std::string_view text) {
+        if (caller_failure) return;
+        try {
+          fn(minion, text);
+        } catch (...) {
+          caller_failure = std::current_exception();
+        }
+      });
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+  }
+
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
     std::exception_ptr caller_failure;
     std::vector<JobRecord> newest;

@@ -688,6 +688,62 @@ class SqliteBackend final : public Backend {
     });
   }
 
+  void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override {
+    std::exception_ptr caller_failure;
+    const auto deliver = [&](std::string_view minion, std::string_view text) {
+      if (caller_failure) return;
+      try {
+        fn(minion, text);
+      } catch (...) {
+        caller_failure = std::current_exception();
+      }
+    };
+    const auto text_of = [](const SQLite::Column& c) {
+      return std::string_view(c.getText(), static_cast<std::size_t>(c.getBytes()));
+    };
+    Read("get_jid", [&] {
+      // The count first, from ret's (job_id, minion_id) index. Its statement
+      // stays open until the rows are read, so both read one snapshot.
+      auto& count = Stmt("SELECT count(*) FROM job AS j JOIN ret AS r ON r.job_id = j.id WHERE j.jid = ?");
+      count.bind(1, jid);
+      count.executeStep();
+      const std::int64_t n = count.getColumn(0).getInt64();
+      auto& q = Stmt(kReturnsSql);
+      q.bind(1, jid);
+      if (n <= 1) {
+        // One return (the big ones: a 50 MB pillar dict) is handed out from
+        // SQLite's own buffer: a copy would be one more return's size in RSS.
+        while (q.executeStep()) deliver(text_of(q.getColumn(0)), text_of(q.getColumn(1)));
+      } else {
+        // Sorted here rather than by ORDER BY, whose sorter copies every
+        // payload: names and texts go into one buffer (not a string per row)
+        // and positions are sorted.
+        struct Row {
+          std::size_t at, name_size, text_size;
+        };
+        std::string arena;
+        std::vector<Row> rows;
+        rows.reserve(static_cast<std::size_t>(n));
+        while (q.executeStep()) {
+          const std::string_view name = text_of(q.getColumn(0));
+          const std::string_view text = text_of(q.getColumn(1));
+          rows.push_back({arena.size(), name.size(), text.size()});
+          arena += name;
+          arena += text;
+        }
+        const auto name_of = [&](const Row& r) { return std::string_view(arena).substr(r.at, r.name_size); };
+        std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) { return name_of(a) < name_of(b); });
+        for (const Row& r : rows) {
+          deliver(name_of(r), std::string_view(arena).substr(r.at + r.name_size, r.text_size));
+        }
+      }
+      q.reset();
+      count.reset();
+      return 0;
+    });
+    if (caller_failure) std::rethrow_exception(caller_failure);
+  }
+
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
     // The caller's own failures pass through untranslated.
     std::exception_ptr caller_failure;
@@ -985,14 +1041,17 @@ class SqliteBackend final : public Backend {
     return out;
   }
 
+  // Each return of a jid with its minion's name, in no particular order.
+  static constexpr const char* kReturnsSql =
+      "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
+      " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = ?";
+
   template <class F>
   void ForEachReturn(const std::string& jid, std::span<const std::string_view> keys, F&& f) {
     // Sorted here rather than by ORDER BY: SQLite's sorter would copy every
     // payload, and one return can be 50 MB. std::string's order is SQLite's
     // BINARY collation (bytes compared unsigned).
-    auto& q = Stmt(
-        "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
-        " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = ?");
+    auto& q = Stmt(kReturnsSql);
     q.bind(1, jid);
     std::vector<std::pair<std::string, Value>> rows;
     while (q.executeStep()) {

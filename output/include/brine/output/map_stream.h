@@ -43,6 +43,10 @@ class MapStream {
   // writes each member's text once, in place, without the object's text
   // being put together and scanned again. Throws JsonError for malformed text.
   void AddJsonObject(std::string key, std::span<const JsonMember> members);
+  // Whether AddJson copies the text into the output (json) rather than
+  // parsing it into a Value (the others): a caller holding the text in a
+  // buffer it could free first may parse it itself and Add the Value later.
+  [[nodiscard]] bool CopiesJsonText() const { return mode_ == Mode::kJson; }
   // Writes what is still held back (at most the trailing whitespace Salt's
   // display_output strips, or the buffered map). Call once, after the last Add.
   void Finish();

@@ -369,6 +369,14 @@ class Store {
   [[nodiscard]] virtual Value GetJid(const std::string& jid) = 0;
   // The full return load of each minion's return for `jid`, in minion-name order.
   [[nodiscard]] virtual Value GetJidFull(const std::string& jid) = 0;
+  // GetJidFull unparsed, one return at a time, for a lookup that copies the
+  // stored returns into its output: `fn` sees each minion's name and its
+  // whole return load as stored JSON text, in minion-name order (bytes
+  // compared unsigned); nothing for an unknown jid. The views live only
+  // during the call; `fn` must not call back into this Store, and its
+  // exceptions propagate.
+  using ReturnTextFn = std::function<void(std::string_view minion, std::string_view full_ret_json)>;
+  virtual void ForEachReturnJson(const std::string& jid, const ReturnTextFn& fn) = 0;
   // Jobs that have a load and pass `filter`, in jid order. `minions` is left
   // empty here (Salt's get_jids has no Minions); GetLoad has them.
   [[nodiscard]] virtual std::vector<JobRecord> GetJids(const JobFilter& filter) = 0;
