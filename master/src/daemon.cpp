@@ -261,6 +261,7 @@ class Reader {
     // With the bus lane full the pull socket is left alone (its frames wait in
     // ZeroMQ) and the loop looks again soon.
     const bool bus = bus_mode == Bus::kRead && queue_.HasRoom();
+    polled_bus_ = bus;
     if (bus) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
     const std::size_t first_cache = items_.size();
     cache_.AppendPollItems(items_);
@@ -276,6 +277,10 @@ class Reader {
     return 0;
   }
 
+  // Whether the last Turn looked at the bus at all (not when the queue was
+  // full): a quiet bus is one that was looked at and had nothing.
+  [[nodiscard]] bool polled_bus() const { return polled_bus_; }
+
  private:
   zmq::socket_t& pull_;
   zmq::socket_t& pub_;
@@ -284,6 +289,7 @@ class Reader {
   FrameQueue& queue_;
   const Clock& clock_;
   std::vector<zmq::pollitem_t> items_;  // kept between turns: no allocation per turn
+  bool polled_bus_ = false;
 };
 
 int Run(const Args& args, std::ostream& err) {
@@ -462,7 +468,10 @@ int Run(const Args& args, std::ostream& err) {
   auto read_until_quiet = [&](std::chrono::milliseconds quiet, std::chrono::steady_clock::time_point until) {
     auto quiet_since = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() < until && std::chrono::steady_clock::now() - quiet_since < quiet) {
-      if (reader.Turn(std::chrono::milliseconds(20)) > 0) quiet_since = std::chrono::steady_clock::now();
+      // A full queue is not a quiet bus: the frames wait in libzmq's pipes.
+      if (reader.Turn(std::chrono::milliseconds(20)) > 0 || !reader.polled_bus()) {
+        quiet_since = std::chrono::steady_clock::now();
+      }
     }
   };
   read_until_quiet(std::chrono::milliseconds(200), stop_start + kStopReadingFor - std::chrono::seconds(2));
