@@ -1733,6 +1733,10 @@ void RequireInOrder(const std::vector<brine::master::Frame>& got, int first, std
   }
 }
 
+using brine::master::DiskOverflow;
+using brine::master::Frame;
+using brine::master::FrameQueue;
+
 std::size_t FilesIn(const std::filesystem::path& dir) {
   return static_cast<std::size_t>(std::distance(std::filesystem::directory_iterator(dir), {}));
 }
@@ -1741,12 +1745,9 @@ std::size_t FilesIn(const std::filesystem::path& dir) {
 
 TEST_CASE("master: a full queue goes on into the overflow file and gives every frame back in order, whole",
           "[master]") {
-  using brine::master::DiskOverflow;
-  using brine::master::Frame;
-  using brine::master::FrameQueue;
   brine::test::TempDir dir;
   constexpr std::size_t kSize = 700;
-  constexpr int kFrames = 30000;  // 21 MB through a 4 KiB memory lane and 1 MiB segments
+  constexpr int kFrames = 30000;  // 21 MB through a 4 KiB memory lane and 2 MiB segments
   FrameQueue q(4096, std::make_unique<DiskOverflow>(dir.path(), std::size_t{16} << 20));
   REQUIRE(FilesIn(dir.path()) == 0);  // the file has no name, from the start
   std::vector<Frame> got;
@@ -1790,9 +1791,6 @@ TEST_CASE("master: a full queue goes on into the overflow file and gives every f
 
 TEST_CASE("master: when the overflow file is full the reader is held back and the frame it read last waits behind the file",
           "[master]") {
-  using brine::master::DiskOverflow;
-  using brine::master::Frame;
-  using brine::master::FrameQueue;
   brine::test::TempDir dir;
   constexpr std::size_t kSize = 10000;
   const std::size_t disk = std::size_t{1} << 20;
@@ -1826,9 +1824,6 @@ TEST_CASE("master: when the overflow file is full the reader is held back and th
 
 TEST_CASE("master: a stop that runs out of time saves the overflow file's frames, and the next start takes them first",
           "[master]") {
-  using brine::master::DiskOverflow;
-  using brine::master::Frame;
-  using brine::master::FrameQueue;
   brine::test::TempDir dir;
   constexpr std::size_t kSize = 5000;
   std::vector<Frame> got;

@@ -84,14 +84,16 @@ void DiskOverflow::SaveTo() {
   };
   const int out = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (out < 0) fail("cannot create");
+  // Any failure below leaves no temp file and forgets nothing.
+  auto abandon = [&](int err, const std::string& what) {
+    ::close(out);
+    ::unlink(temp.c_str());
+    errno = err;
+    fail(what);
+  };
   std::uint64_t written = 0;
   auto put = [&](const char* data, std::size_t size) {
-    if (!WriteAll(out, written, data, size)) {
-      ::close(out);
-      ::unlink(temp.c_str());
-      errno = EIO;
-      fail(error_ + "; writing");
-    }
+    if (!WriteAll(out, written, data, size)) abandon(EIO, error_ + "; writing");
     written += size;
   };
   put(rbuf_.data() + rpos_, rbuf_.size() - rpos_);
@@ -102,22 +104,14 @@ void DiskOverflow::SaveTo() {
       chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, seg.end - at)));
       const ssize_t n = ::pread(seg.fd, chunk.data(), chunk.size(), static_cast<off_t>(at));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        ::close(out);
-        ::unlink(temp.c_str());
-        fail("reading an overflow segment for");
-      }
+      if (n <= 0) abandon(n < 0 ? errno : EIO, "reading an overflow segment for");
       put(chunk.data(), static_cast<std::size_t>(n));
       at += static_cast<std::uint64_t>(n);
     }
     first = false;
   }
   put(wbuf_.data(), wbuf_.size());
-  if (::fsync(out) != 0) {
-    ::close(out);
-    ::unlink(temp.c_str());
-    fail("cannot fsync");
-  }
+  if (::fsync(out) != 0) abandon(errno, "cannot fsync");
   ::close(out);
   if (::rename(temp.c_str(), path.c_str()) != 0) fail("cannot rename");
   const int dirfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
