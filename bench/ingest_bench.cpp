@@ -25,6 +25,15 @@
 // are sent to a master on the copy; its rate is set beside the first window of
 // the run on the empty store.
 //
+// queries (--queries 0 to skip): a fresh master fed the stream's first
+// --window events while one thread runs brine-run as an operator would, back to
+// back: jobs.list_jobs search_function=cmd.* limit=50, then jobs.lookup_jid of
+// the first job, in turn, output to a file. Its rate is set beside the first
+// window of the run without them (the same events into an empty store), with
+// the number of queries; a query that fails (busy, locked, any exit code but 0)
+// fails the bench. reliability_test checks that none fails; what they cost
+// ingest is this figure, not a test's.
+//
 // latency (--latency SECONDS, 0 to skip): a fresh master fed at a steady
 // --latency-rate events/s; the last return of every 5th job is a sample. A
 // return is visible when the store API's GetJid (the read behind
@@ -38,7 +47,7 @@
 // poll interval plus one GetJid late.
 //
 // usage: ingest_bench [--events N | --jobs N] [--window N] [--minions N]
-//                     [--prefilled DIR] [--latency SECONDS] [--latency-rate N]
+//                     [--prefilled DIR] [--queries 0|1] [--latency SECONDS] [--latency-rate N]
 //                     [--bin DIR] [--keep DIR]
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
@@ -92,6 +101,7 @@ struct Args {
   int minions = 1000;
   int returns_per_job = 10;
   fs::path prefilled;
+  bool queries = true;
   double latency_s = 30;
   int latency_rate = 10000;
   fs::path bin = fs::path(BRINE_BIN_DIR);
@@ -205,6 +215,37 @@ IngestResult Ingest(const Master& master, const Stream& stream, std::size_t coun
   r.rss_kib = PeakRssKib(master.pid);
   return r;
 }
+
+// brine-run back to back on `master`'s config until `stop`, list_jobs and
+// lookup_jid of `jid` in turn; returns how many ran (RunOnce ends the bench
+// when one fails).
+class QueryLoop {
+ public:
+  QueryLoop(const Args& args, const Master& master, std::string jid)
+      : thread_([this, exe = (args.bin / "brine-run").string(), conf = (master.dir / "conf").string(),
+                 out = master.dir / "query.out", jid = std::move(jid)] {
+          for (int i = 0; !stop_; ++i) {
+            std::vector<std::string> argv = {exe, "-c", conf, "--out=json"};
+            if (i % 2 == 0) {
+              argv.insert(argv.end(), {"jobs.list_jobs", "search_function=cmd.*", "limit=50"});
+            } else {
+              argv.insert(argv.end(), {"jobs.lookup_jid", jid});
+            }
+            (void)RunOnce(argv, out);
+            ++count_;
+          }
+        }) {}
+  int Stop() {
+    stop_ = true;
+    thread_.join();
+    return count_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<int> count_{0};
+  std::thread thread_;
+};
 
 double RunBaseline(const Stream& stream, const fs::path& dir) {
   fs::create_directories(dir);
@@ -374,6 +415,7 @@ int main(int argc, char** argv) {
     else if (k == "--window") args.window = std::stol(argv[i + 1]);
     else if (k == "--minions") args.minions = std::stoi(argv[i + 1]);
     else if (k == "--prefilled") args.prefilled = argv[i + 1];
+    else if (k == "--queries") args.queries = std::stoi(argv[i + 1]) != 0;
     else if (k == "--latency") args.latency_s = std::stod(argv[i + 1]);
     else if (k == "--latency-rate") args.latency_rate = std::stoi(argv[i + 1]);
     else if (k == "--bin") args.bin = argv[i + 1];
@@ -444,6 +486,25 @@ int main(int argc, char** argv) {
     }
   }
 
+  std::optional<IngestResult> queried;
+  int query_count = 0;
+  if (args.queries) {
+    std::fprintf(stderr, "queries: %zu events with a brine-run loop...\n", pre_count);
+    const Master m = StartMaster(args, dir / "queries");
+    {
+      QueryLoop loop(args, m, stream.samples.front().jid);
+      queried = Ingest(m, stream, pre_count, static_cast<long>(pre_count));
+      query_count = loop.Stop();
+    }
+    StopMaster(m);
+    if (args.keep.empty()) fs::remove_all(dir / "queries");
+    if (queried->stored != queried->sent) {
+      std::fprintf(stderr, "ingest_bench: LOST DATA with the query loop: stored %lld of %lld events\n",
+                   static_cast<long long>(queried->stored), static_cast<long long>(queried->sent));
+      lost = true;
+    }
+  }
+
   std::optional<LatencyResult> lat;
   if (args.latency_s > 0) {
     const long lat_jobs = std::max(1L, static_cast<long>(args.latency_s * args.latency_rate) / kEventsPerJob);
@@ -505,6 +566,15 @@ int main(int argc, char** argv) {
                 "\"over_empty_first_window\":%.3f,\"over_empty_run\":%.3f,\"master_peak_rss_mib\":%.1f}\n",
                 static_cast<long long>(pre_returns_before), pre_count, pre_rate, pre_rate / rates.front(),
                 pre_rate / brine_rate, static_cast<double>(pre->rss_kib) / 1024.0);
+  }
+  if (queried) {
+    const double q_rate = static_cast<double>(queried->sent) / queried->seconds;
+    std::printf("  with a brine-run loop (list_jobs, lookup_jid; %d queries, none failed): first %zu events at %.0f"
+                " events/s = %.2f x the first window without it\n",
+                query_count, pre_count, q_rate, q_rate / rates.front());
+    std::printf("{\"bench\":\"ingest_queries\",\"events\":%zu,\"queries\":%d,\"events_per_s\":%.0f,"
+                "\"over_first_window\":%.3f}\n",
+                pre_count, query_count, q_rate, q_rate / rates.front());
   }
   if (lat) {
     std::printf("  send-to-visible at %d events/s for %.0f s (%zu samples, GetJid polled): p50 %.1f ms, p99 %.1f ms,"

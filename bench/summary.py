@@ -40,6 +40,10 @@ r = find("ingest_prefilled")
 if r:
     add("ingest at %.1fM stored returns / empty" % (r["returns_before"] / 1e6), "%.2f (whole run: %.2f)" % (r["over_empty_first_window"], r["over_empty_run"]),
         ">= 0.8", "")
+r = find("ingest_queries")
+if r:
+    add("ingest beside a brine-run loop / without (%d queries)" % r["queries"], "%.2f" % r["over_first_window"],
+        "", "")
 r = find("ingest_latency")
 if r:
     add("send-to-visible p50 / p99 ms @ %d/s" % r["rate"], "%.1f / %.1f" % (r["p50_ms"], r["p99_ms"]), "p99 < 150", "")

@@ -548,18 +548,15 @@ JobTraffic MakeJobs(int jobs, brine::Micros start) {
   return t;
 }
 
-// Pushes `frames` at full speed and returns frames committed per second, from
-// the first send until the counters show the last one committed.
-double IngestRate(const MasterProcess& m, const std::vector<std::string>& frames) {
+// Pushes `frames` at full speed and waits until the counters show the last
+// one committed.
+void IngestAll(const MasterProcess& m, const std::vector<std::string>& frames) {
   const std::int64_t before = Counter(m.database(), "received");
-  const auto t0 = std::chrono::steady_clock::now();
   std::thread push([&] { PushFrames(m.pull_endpoint(), frames); });
   const bool done = WaitUntil(
       [&] { return Counter(m.database(), "received") >= before + static_cast<std::int64_t>(frames.size()); }, 300s);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   push.join();
   REQUIRE(done);
-  return static_cast<double>(frames.size()) / seconds;
 }
 
 struct QueryLoops {
@@ -598,48 +595,30 @@ struct QueryLoops {
   }
 };
 
-// Ingest alone, then with a brine-run loop querying, `rounds` times in turn;
-// the drop compares the best rate of each (the machine may be shared, and
-// the best of several runs is the least disturbed by others).
-void QueriesDuringIngest(int jobs, int rounds, bool check_drop) {
+// What the loop costs ingest is ingest_bench's "with a brine-run loop"
+// figure (speed is measured in bench/, not asserted here); this checks that
+// no query fails and nothing is lost while the master writes at full speed.
+TEST_CASE("reliability: brine-run queries in a loop while the master ingests at full speed never fail busy or locked",
+          "[reliability][e2e]") {
   MasterProcess m;
   m.Start();
   const auto start = brine::SystemClock().Now() - std::chrono::hours(1);
-  // A first batch of jobs for the queries to find, and a warm-up.
+  // A first batch of jobs for the queries to find.
   const JobTraffic seed = MakeJobs(200, start);
   PushFrames(m.pull_endpoint(), seed.frames);
   REQUIRE(WaitUntil([&] { return Counter(m.database(), "received") == static_cast<std::int64_t>(seed.frames.size()); }));
-  double alone = 0, with_queries = 0;
-  int queries = 0;
-  for (int r = 0; r < rounds; ++r) {
-    alone = std::max(alone, IngestRate(m, MakeJobs(jobs, start + std::chrono::seconds(1 + 2 * r)).frames));
-    QueryLoops loops;
-    loops.Start(m.conf_dir(), seed.jids.front(), 1);
-    with_queries = std::max(with_queries, IngestRate(m, MakeJobs(jobs, start + std::chrono::seconds(2 + 2 * r)).frames));
-    loops.Stop();
-    for (const auto& f : loops.failures) UNSCOPED_INFO(f);
-    REQUIRE(loops.failures.empty());
-    REQUIRE(loops.queries > 0);
-    queries += loops.queries;
-  }
-  const double drop = 1.0 - with_queries / alone;
-  WARN("ingest " << static_cast<long>(alone) << " frames/s alone, " << static_cast<long>(with_queries)
-                 << " frames/s with a brine-run loop (list_jobs, lookup_jid; " << queries
-                 << " queries, none failed), best of " << rounds << ": drop " << static_cast<int>(drop * 100) << "%");
+  const int jobs = 10000;
+  QueryLoops loops;
+  loops.Start(m.conf_dir(), seed.jids.front(), 1);
+  IngestAll(m, MakeJobs(jobs, start + std::chrono::seconds(1)).frames);
+  loops.Stop();
+  for (const auto& f : loops.failures) UNSCOPED_INFO(f);
+  REQUIRE(loops.failures.empty());
+  REQUIRE(loops.queries > 0);
   REQUIRE(m.Stop() == 0);
-  const int total = 200 + 2 * rounds * jobs;
+  const int total = 200 + jobs;
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM jids") == std::to_string(total) + "\n");
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == std::to_string(4 * total) + "\n");
-  if (check_drop) REQUIRE(drop < 0.25);
-}
-
-TEST_CASE("reliability: brine-run queries in a loop while the master ingests at full speed never fail busy or locked",
-          "[reliability][e2e]") {
-  QueriesDuringIngest(10000, 1, false);
-}
-
-TEST_CASE("reliability: brine-run queries in a loop cost the master's ingest less than a quarter", "[reliability][slow]") {
-  QueriesDuringIngest(40000, 3, true);
 }
 
 TEST_CASE("reliability: 8 processes popping one queue while the master ingests at full speed get each item once",
