@@ -195,6 +195,67 @@ TEST_CASE("query plans: salt_events is flattened and a job's failures come from 
   CHECK(failures.find("COVERING INDEX ret_failed_job (job_id=?)") != std::string::npos);
 }
 
+// 0007: without STAT4 the planner guessed a quarter of the jobs for a
+// one-sided `jid >= X` and walked every failed return of the store instead;
+// the views' own upper bound makes it a range with two ends: the jobs in the
+// window first, then each one's failures.
+TEST_CASE("query plans: a one-sided jid window reads the jobs in it first, through salt_returns and failed_returns",
+          "[store][plan]") {
+  // Shaped like the 1M-job store where the old plan showed: failures for
+  // every few jobs (there 263,840 for 1,087,408 jobs, two a failed job), so
+  // walking them all looked as cheap as the quarter of the jobs that the
+  // planner guesses `jid >= X` keeps. Here 4,000 jobs of 4 returns, and every
+  // 8th job has 2 failed.
+  brine::test::TempDir dir;
+  const auto path = dir / "brine.sqlite";
+  int failures = 0;
+  {
+    auto s = brine::store::OpenStore(path);
+    auto batch = s->BeginBatch();
+    for (int j = 0; j < 4000; ++j) {
+      const std::string jid = brine::FormatJid(kStart + std::chrono::seconds(j));
+      std::vector<std::string> minions;
+      for (int k = 0; k < 4; ++k) minions.push_back("minion-" + std::to_string((j * 4 + k) % 300));
+      s->SaveLoad(jid, ParseJson(R"({"fun":"cmd.run","tgt":"*","tgt_type":"glob","arg":[],"user":"root"})"), minions);
+      for (int k = 0; k < 4; ++k) {
+        const bool failed = j % 8 == 0 && k < 2;
+        failures += failed ? 1 : 0;
+        Value ret = ParseJson(R"({"cmd":"_return","fun":"cmd.run","return":"x"})");
+        ret.Set("id", minions[k]);
+        ret.Set("jid", jid);
+        ret.Set("retcode", failed ? 1 : 0);
+        ret.Set("success", !failed);
+        REQUIRE(s->Returner(ret).kind == brine::store::ReturnOutcome::Kind::kStored);
+      }
+    }
+    batch.Commit();
+    s->RefreshStatistics();
+  }
+  SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
+  const std::vector<std::pair<std::string, std::string>> since = {
+      {":jid_since", brine::FormatJid(kStart + std::chrono::seconds(3900))}};
+  for (const std::string view : {"salt_returns", "failed_returns"}) {
+    const std::string sql = "SELECT jid, retcode FROM " + view + " WHERE jid >= :jid_since AND (retcode <> 0 OR success = 0)";
+    const std::string plan = Plan(db, sql, since);
+    INFO(view << ":\n" << plan);
+    const auto first = plan.substr(0, plan.find('\n'));
+    CHECK(std::regex_search(first, std::regex(R"(^SEARCH j USING (COVERING )?INDEX sqlite_autoindex_job_1 \(jid>\? AND jid<\?\))")));
+    CHECK(plan.find("ret_failed_job (job_id=?") != std::string::npos);
+    SQLite::Statement run(db, "SELECT count(*) FROM (" + sql + ")");
+    run.bind(":jid_since", since.front().second);
+    REQUIRE(run.executeStep());
+    CHECK(run.getColumn(0).getInt() == 24);  // two each of jobs 3,904, 3,912, ..., 3,992
+  }
+  // The bound keeps every job: the views count what the tables hold.
+  SQLite::Statement all(db,
+                        "SELECT (SELECT count(*) FROM salt_returns), (SELECT count(*) FROM ret),"
+                        " (SELECT count(*) FROM failed_returns)");
+  REQUIRE(all.executeStep());
+  CHECK(all.getColumn(0).getInt() == 16000);
+  CHECK(all.getColumn(1).getInt() == 16000);
+  CHECK(all.getColumn(2).getInt() == failures);
+}
+
 TEST_CASE("query plans: refreshing statistics records the new indexes in sqlite_stat1", "[store][plan]") {
   brine::test::TempDir dir;
   const auto path = dir / "brine.sqlite";
