@@ -188,21 +188,24 @@ class PostgresBackend final : public Backend {
       RethrowPgAsStoreError("opening the store", Op::kRead);
     }
     Guard("opening the store", options.access == OpenOptions::Access::kReadOnly ? Op::kRead : Op::kWrite, [&] {
-      Db().Exec("SET statement_timeout = 0");
-      Db().Exec("SET lock_timeout = " + Int(options.busy_timeout.count()));
+      // The session's settings in one round trip (a simple query runs
+      // several statements), and for a reader the schema check with them:
+      // each round trip is a wake-up of the server process, and brine-run
+      // opens a new connection for every call (round 4 folded five into one).
+      std::string session = "SET statement_timeout = 0; SET lock_timeout = " + Int(options.busy_timeout.count());
       if (options.sync == OpenOptions::Sync::kNormal) {
         // Acknowledged still means committed; only a server crash may lose
         // the last commits (as SQLite's NORMAL loses them on a power cut).
-        Db().Exec("SET synchronous_commit = on");
+        session += "; SET synchronous_commit = on";
       }
       if (options.access == OpenOptions::Access::kReadOnly) {
-        const int version = SchemaVersionOf(*db_);
+        const int version = ReadOnlySchemaVersion(*db_, session + "; SET default_transaction_read_only = on");
         const int latest = static_cast<int>(EmbeddedPostgresMigrations().size());
         if (version > latest) throw TooNewError(version, latest);
         if (version == 0) throw FatalError(db_->Where() + " is not a brine store (schema version 0)");
-        Db().Exec("SET default_transaction_read_only = on");
         return 0;
       }
+      Db().Exec(session);
       ApplyPostgresMigrations(*db_);
       EnsureEventPartitions();
       PgResult r = Db().Exec(
@@ -1227,6 +1230,18 @@ int SchemaVersionOf(PgConnection& db) {
   if (r.text(0, 0) != "t") return 0;
   PgResult v = db.Exec("SELECT version FROM brine_schema");
   return v.rows() == 0 ? 0 : static_cast<int>(v.integer(0, 0));
+}
+
+int ReadOnlySchemaVersion(PgConnection& db, const std::string& session) {
+  try {
+    PgResult v = db.Exec(session + "; SELECT version FROM brine_schema");
+    return v.rows() == 0 ? 0 : static_cast<int>(v.integer(0, 0));
+  } catch (const PgError& e) {
+    // undefined_table: no brine schema (and the settings rolled back with it,
+    // which does not matter: the caller gives up).
+    if (e.sqlstate() == "42P01") return 0;
+    throw;
+  }
 }
 
 void ApplyPostgresMigrations(PgConnection& db) {
