@@ -272,9 +272,39 @@ struct ScaleFigures {
   double lookup_small_s = 0;  // the test.ping job
   long big_pages = 0;         // heap pages the cmd.run job's returns are on
   long small_pages = 0;       // heap pages the test.ping job's returns are on
+  double api_new_s = 0;       // the cmd.run job's returns through the store API, a new connection each time
+  double api_kept_s = 0;      // the same on one kept connection
   std::string size;  // pg_database_size, pretty
   std::string uri;
 };
+
+// The returns of `jid` through the store API (ForEachReturnJson, what
+// brine-run's lookup_jid reads), median of 5 after one: on a new read-only
+// connection each time, as brine-run makes, or on one kept connection, as a
+// pooler's server processes are. The difference is what a new PostgreSQL
+// server process costs: besides connecting, its first touch of each shared
+// buffer maps that page into the process (docs/performance.md, round 4).
+std::pair<double, double> ApiReadSeconds(const std::string& uri, const std::string& jid) {
+  const brine::store::OpenOptions reader{.access = brine::store::OpenOptions::Access::kReadOnly};
+  std::size_t bytes = 0;
+  auto read = [&](brine::store::Store& store) {
+    store.ForEachReturnJson(jid, [&](std::string_view minion, std::string_view text) { bytes += minion.size() + text.size(); });
+  };
+  std::vector<double> fresh, kept;
+  for (int i = 0; i < 6; ++i) {
+    const auto started = SteadyClock::now();
+    read(*brine::store::OpenStore(uri, reader));
+    if (i > 0) fresh.push_back(Since(started));
+  }
+  auto store = brine::store::OpenStore(uri, reader);
+  for (int i = 0; i < 6; ++i) {
+    const auto started = SteadyClock::now();
+    read(*store);
+    if (i > 0) kept.push_back(Since(started));
+  }
+  if (bytes == 0) throw std::runtime_error("pg_bench: job " + jid + " has no returns");
+  return {Median(fresh), Median(kept)};
+}
 
 // Issue 16's query targets on a store of --store-jobs jobs (1M in
 // ./brine.sh bench). Streaming 1M jobs (12M events) through brine-master
@@ -383,6 +413,7 @@ ScaleFigures ScaleRun(const Args& args, PostgresServer& server, const fs::path& 
   out.lookup_s = WarmSeconds({run, "-c", conf, "--out", "json", "jobs.lookup_jid", big_jid}, dir / "out.json", 5);
   out.lookup_small_s =
       WarmSeconds({run, "-c", conf, "--out", "json", "jobs.lookup_jid", small_jid}, dir / "out.json", 5);
+  std::tie(out.api_new_s, out.api_kept_s) = ApiReadSeconds(uri, big_jid);
   return out;
 }
 
@@ -455,12 +486,14 @@ int main(int argc, char** argv) {
     std::printf("%-44s %14ld\n", "  heap pages they are on", f.big_pages);
     std::printf("%-44s %14.3f\n", "  same, test.ping returns (s, warm)", f.lookup_small_s);
     std::printf("%-44s %14ld\n", "  heap pages they are on", f.small_pages);
+    std::printf("%-44s %14.3f\n", "  cmd.run returns, store API, new conn. (s)", f.api_new_s);
+    std::printf("%-44s %14.3f\n", "  same, one kept connection (s)", f.api_kept_s);
     std::printf(
         "{\"bench\":\"pg_scale\",\"store_jobs\":%ld,\"window_jobs\":%ld,\"list_jobs_s\":%.3f,"
         "\"lookup_returns\":%d,\"lookup_jid_s\":%.3f,\"lookup_pages\":%ld,\"lookup_jid_small_s\":%.3f,"
-        "\"lookup_small_pages\":%ld}\n",
+        "\"lookup_small_pages\":%ld,\"api_read_new_s\":%.3f,\"api_read_kept_s\":%.3f}\n",
         f.jobs, f.window_jobs, f.list_s, args.lookup_returns, f.lookup_s, f.big_pages, f.lookup_small_s,
-        f.small_pages);
+        f.small_pages, f.api_new_s, f.api_kept_s);
     if (args.hold) {
       std::fprintf(stderr, "pg_bench: --hold: psql -d '%s'; close stdin to stop\n", f.uri.c_str());
       while (std::getchar() != EOF) {

@@ -97,6 +97,9 @@ if r:
         % (r["store_jobs"], r["lookup_returns"], r["lookup_pages"]), "%.3f" % r["lookup_jid_s"], "<= 0.1", "")
     add("  same, test.ping returns (on %d heap pages), s warm" % r["lookup_small_pages"],
         "%.3f" % r["lookup_jid_small_s"], "<= 0.1", "")
+    if "api_read_kept_s" in r:
+        add("  cmd.run returns via the store API: a new connection / a kept one, s",
+            "%.3f / %.3f" % (r["api_read_new_s"], r["api_read_kept_s"]), "", "")
 
 if table:
     widths = [max(len(row[i]) for row in table + [("figure", "measured", "target", "Salt")]) for i in range(4)]

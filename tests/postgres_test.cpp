@@ -121,6 +121,27 @@ TEST_CASE("postgres: the same return through two masters is stored once, first w
   REQUIRE(server.Query(uri, "SELECT master_id FROM salt_events ORDER BY id") == "master_a\nmaster_b\n");
 }
 
+TEST_CASE("postgres: a reader opens in one round trip, and refuses a database with no brine schema or a newer one",
+          "[postgres]") {
+  // brine-run opens a connection per call: its settings and the schema check
+  // go as one simple query (postgres_backend.cpp), each round trip being a
+  // wake-up of the server process.
+  BRINE_REQUIRE_POSTGRES();
+  using brine::store::OpenOptions;
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  const OpenOptions reader{.access = OpenOptions::Access::kReadOnly};
+  CHECK_THROWS_WITH(OpenStore(uri, reader), Catch::Contains("is not a brine store (schema version 0)"));
+  CHECK(server.Query(uri, "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == "0\n");
+  (void)OpenStore(uri, {.master_id = "master_a"});
+  const std::int64_t before = brine::store::PostgresRoundTrips();
+  auto store = OpenStore(uri, reader);
+  CHECK(brine::store::PostgresRoundTrips() - before == 1);
+  CHECK(store->GetJid("20240101120000000001").as_map().empty());
+  (void)server.Query(uri, "UPDATE brine_schema SET version = 99");
+  CHECK_THROWS_AS(OpenStore(uri, reader), brine::store::TooNewError);
+}
+
 TEST_CASE("postgres: a batch's returns and events cost no round trip of their own, one per job at most",
           "[postgres]") {
   // The issue: "one round trip per batch, never per row". A job's first

@@ -4,7 +4,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <catch2/catch.hpp>
@@ -208,6 +210,53 @@ TEST_CASE("store: get_jid, get_jid_full and ForEachReturnJson list minions in th
     CHECK(ParseJson(text) == *full.Find(minion));
   });
   CHECK(names == expected);
+}
+
+// On PostgreSQL the names are read after the returns, by one range of
+// minion ids when the job's minions are most of it, else by a list of ids
+// (postgres_backend.cpp, NamesOf): both are taken here, a wrong name or a
+// missing one fails the case.
+TEST_CASE("store: each return comes back under its own minion's name when the job's minions are a few of many, "
+          "side by side or spread out",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  auto name = [](int i) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "m%03d", i);
+    return std::string(buf);
+  };
+  // 300 minions known to the store, in this order.
+  const std::string all = "20240101120000000050";
+  s->SaveLoad(all, J(R"({"fun":"test.ping","tgt":"*","jid":"20240101120000000050"})"), Strings({}));
+  for (int i = 0; i < 300; ++i) REQUIRE(s->Returner(Ret(all, name(i), name(i))).kind == ReturnOutcome::Kind::kStored);
+  auto check = [&](const std::string& jid, const std::vector<int>& minions) {
+    s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"*","jid":")" + jid + R"("})"), Strings({}));
+    // Sent in reverse, so that neither ids nor arrival give the order.
+    for (auto it = minions.rbegin(); it != minions.rend(); ++it) {
+      REQUIRE(s->Returner(Ret(jid, name(*it), "from " + name(*it))).kind == ReturnOutcome::Kind::kStored);
+    }
+    std::vector<std::string> expected;
+    for (int i : minions) expected.push_back(name(i));
+    std::sort(expected.begin(), expected.end());
+    std::vector<std::string> got;
+    s->ForEachReturnJson(jid, [&](std::string_view minion, std::string_view text) {
+      got.emplace_back(minion);
+      const Value full = ParseJson(text);
+      CHECK(*full.FindString("id") == minion);
+      CHECK(*full.FindString("return") == "from " + std::string(minion));
+    });
+    CHECK(got == expected);
+    std::vector<std::string> keys;
+    const Value returns = s->GetJid(jid);
+    for (const auto& [k, v] : returns.as_map()) {
+      keys.push_back(k);
+      CHECK(*v.FindString("return") == "from " + k);
+    }
+    CHECK(keys == expected);
+  };
+  check("20240101120000000051", {40, 42, 43, 47, 51, 60, 61, 62, 80});  // side by side, with others between
+  check("20240101120000000052", {3, 150, 299});                         // spread over the 300
 }
 
 TEST_CASE("store: ForEachReturnJson hands out one return, nothing for an unknown jid, and the caller's failure as itself",

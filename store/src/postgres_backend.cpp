@@ -188,21 +188,24 @@ class PostgresBackend final : public Backend {
       RethrowPgAsStoreError("opening the store", Op::kRead);
     }
     Guard("opening the store", options.access == OpenOptions::Access::kReadOnly ? Op::kRead : Op::kWrite, [&] {
-      Db().Exec("SET statement_timeout = 0");
-      Db().Exec("SET lock_timeout = " + Int(options.busy_timeout.count()));
+      // The session's settings in one round trip (a simple query runs
+      // several statements), and for a reader the schema check with them:
+      // each round trip is a wake-up of the server process, and brine-run
+      // opens a new connection for every call (round 4 folded five into one).
+      std::string session = "SET statement_timeout = 0; SET lock_timeout = " + Int(options.busy_timeout.count());
       if (options.sync == OpenOptions::Sync::kNormal) {
         // Acknowledged still means committed; only a server crash may lose
         // the last commits (as SQLite's NORMAL loses them on a power cut).
-        Db().Exec("SET synchronous_commit = on");
+        session += "; SET synchronous_commit = on";
       }
       if (options.access == OpenOptions::Access::kReadOnly) {
-        const int version = SchemaVersionOf(*db_);
+        const int version = ReadOnlySchemaVersion(*db_, session + "; SET default_transaction_read_only = on");
         const int latest = static_cast<int>(EmbeddedPostgresMigrations().size());
         if (version > latest) throw TooNewError(version, latest);
         if (version == 0) throw FatalError(db_->Where() + " is not a brine store (schema version 0)");
-        Db().Exec("SET default_transaction_read_only = on");
         return 0;
       }
+      Db().Exec(session);
       ApplyPostgresMigrations(*db_);
       EnsureEventPartitions();
       PgResult r = Db().Exec(
@@ -1107,15 +1110,69 @@ class PostgresBackend final : public Backend {
   // by default; 10,000 returns of 470 bytes did, pg_bench --store-jobs).
   template <class F>
   void ForEachReturn(const std::string& jid, F&& f) {
+    // The returns first, their minions' names after: a join with minion in
+    // the same statement probes minion_pkey once per return (three buffers
+    // each), because the planner takes a job for its average of returns, not
+    // the 10,000 one may have; 10,000 probes were 12-15 ms of a 55-60 ms
+    // query on the 1M-job store (docs/performance.md, round 4).
     PgResult r = Db().Exec(
-        "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
-        " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = $1",
+        "SELECT r.minion_id, r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = $1)",
         {P(jid)});
+    const int rows = r.rows();
+    if (rows == 0) return;
+    std::vector<std::int64_t> ids;
+    ids.reserve(static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; ++i) ids.push_back(r.integer(i, 0));
+    const MinionNames names = NamesOf(std::move(ids));
     std::vector<std::pair<std::string_view, int>> order;
-    order.reserve(static_cast<std::size_t>(r.rows()));
-    for (int i = 0; i < r.rows(); ++i) order.emplace_back(r.text(i, 0), i);
+    order.reserve(static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; ++i) order.emplace_back(names.Of(r.integer(i, 0)), i);
     std::sort(order.begin(), order.end());
     for (const auto& [name, i] : order) f(name, r.text(i, 1));
+  }
+
+  // Minion names by row id, from one query's result.
+  class MinionNames {
+   public:
+    explicit MinionNames(PgResult result) : result_(std::move(result)) {
+      rows_.reserve(static_cast<std::size_t>(result_.rows()));
+      for (int i = 0; i < result_.rows(); ++i) rows_.emplace_back(result_.integer(i, 0), i);
+      std::sort(rows_.begin(), rows_.end());
+    }
+    // Every id asked for has a row: minions are never deleted.
+    [[nodiscard]] std::string_view Of(std::int64_t id) const {
+      const auto it = std::lower_bound(rows_.begin(), rows_.end(), std::pair<std::int64_t, int>(id, -1));
+      if (it == rows_.end() || it->first != id) throw StoreError("minion row " + Int(id) + " is missing");
+      return result_.text(it->second, 1);
+    }
+
+   private:
+    PgResult result_;
+    std::vector<std::pair<std::int64_t, int>> rows_;  // (id, row), ascending
+  };
+
+  // The names of minion rows `ids`, in one query. When the ids are dense (a
+  // job sent to a fleet's minions, which got their rows as they first
+  // appeared), one range of minion_pkey, whose unwanted rows are few; else a
+  // join with the ids as an array, whose length the planner then knows (a
+  // hash join for many, index probes for a few). `id = ANY(array)` would be
+  // planned element by element: 11 ms for 10,000 ids.
+  MinionNames NamesOf(std::vector<std::int64_t> ids) {
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    const std::int64_t span = ids.back() - ids.front() + 1;
+    if (span <= 2 * static_cast<std::int64_t>(ids.size()) + 64) {
+      return MinionNames(Db().Exec("SELECT id, name FROM minion WHERE id BETWEEN $1 AND $2",
+                                   {P(Int(ids.front())), P(Int(ids.back()))}));
+    }
+    std::string array = "{";
+    for (const std::int64_t id : ids) {
+      if (array.size() > 1) array += ',';
+      array += Int(id);
+    }
+    array += '}';
+    return MinionNames(
+        Db().Exec("SELECT m.id, m.name FROM unnest($1::bigint[]) AS u(id) JOIN minion AS m ON m.id = u.id", {P(array)}));
   }
 
   std::int64_t MinionId(std::string_view name) {
@@ -1227,6 +1284,18 @@ int SchemaVersionOf(PgConnection& db) {
   if (r.text(0, 0) != "t") return 0;
   PgResult v = db.Exec("SELECT version FROM brine_schema");
   return v.rows() == 0 ? 0 : static_cast<int>(v.integer(0, 0));
+}
+
+int ReadOnlySchemaVersion(PgConnection& db, const std::string& session) {
+  try {
+    PgResult v = db.Exec(session + "; SELECT version FROM brine_schema");
+    return v.rows() == 0 ? 0 : static_cast<int>(v.integer(0, 0));
+  } catch (const PgError& e) {
+    // undefined_table: no brine schema (and the settings rolled back with it,
+    // which does not matter: the caller gives up).
+    if (e.sqlstate() == "42P01") return 0;
+    throw;
+  }
 }
 
 void ApplyPostgresMigrations(PgConnection& db) {

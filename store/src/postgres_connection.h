@@ -116,6 +116,11 @@ std::int64_t PgRoundTripCount();
 // The schema version of the connected database (0: none).
 int SchemaVersionOf(PgConnection& db);
 
+// Runs `session` (statements without parameters, such as SETs) and reads the
+// schema version in one round trip; 0 when there is no brine_schema table.
+// For a reader: on a failure the session's statements are undone too.
+int ReadOnlySchemaVersion(PgConnection& db, const std::string& session);
+
 // Brings the database to the latest migrations/postgres version, in one
 // transaction under an advisory lock: a second master starting at the same
 // time waits, then finds the schema current. Throws TooNewError, FatalError
