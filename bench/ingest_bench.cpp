@@ -51,6 +51,7 @@
 //                     [--bin DIR] [--keep DIR]
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -69,6 +70,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 #include <zmq.hpp>
 
@@ -216,14 +218,14 @@ IngestResult Ingest(const Master& master, const Stream& stream, std::size_t coun
   return r;
 }
 
-// brine-run back to back on `master`'s config until `stop`, list_jobs and
-// lookup_jid of `jid` in turn; returns how many ran (RunOnce ends the bench
-// when one fails).
+// brine-run back to back on `master`'s config until Stop(), list_jobs and
+// lookup_jid of `jid` in turn, output to a file. A query that fails ends the
+// loop (Stop() then says which); the bench stops its master and fails.
 class QueryLoop {
  public:
-  QueryLoop(const Args& args, const Master& master, std::string jid)
-      : thread_([this, exe = (args.bin / "brine-run").string(), conf = (master.dir / "conf").string(),
-                 out = master.dir / "query.out", jid = std::move(jid)] {
+  QueryLoop(const fs::path& exe, const Master& master, std::string jid)
+      : thread_([this, exe = exe.string(), conf = (master.dir / "conf").string(),
+                 out = (master.dir / "query.out").string(), jid = std::move(jid)] {
           for (int i = 0; !stop_; ++i) {
             std::vector<std::string> argv = {exe, "-c", conf, "--out=json"};
             if (i % 2 == 0) {
@@ -231,19 +233,43 @@ class QueryLoop {
             } else {
               argv.insert(argv.end(), {"jobs.lookup_jid", jid});
             }
-            (void)RunOnce(argv, out);
+            const int status = Run(argv, out);
+            if (status != 0) {
+              failure_ = argv[4] + " exited with status " + std::to_string(status);
+              return;
+            }
             ++count_;
           }
         }) {}
-  int Stop() {
+  // The queries run, or the one that failed.
+  std::pair<int, std::string> Stop() {
     stop_ = true;
     thread_.join();
-    return count_;
+    return {count_, failure_};
   }
 
  private:
+  static int Run(const std::vector<std::string>& argv, const std::string& out_file) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      const int devnull = open("/dev/null", O_WRONLY);
+      dup2(out, 1);
+      dup2(devnull, 2);
+      std::vector<char*> a;
+      for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+      a.push_back(nullptr);
+      execv(a[0], a.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
   std::atomic<bool> stop_{false};
   std::atomic<int> count_{0};
+  std::string failure_;
   std::thread thread_;
 };
 
@@ -488,15 +514,22 @@ int main(int argc, char** argv) {
 
   std::optional<IngestResult> queried;
   int query_count = 0;
+  std::string query_failure;
   if (args.queries) {
     std::fprintf(stderr, "queries: %zu events with a brine-run loop...\n", pre_count);
     const Master m = StartMaster(args, dir / "queries");
+    // brine-run from --bin when it has one (a wrapper dir may hold brine-master alone).
+    const fs::path run = fs::exists(args.bin / "brine-run") ? args.bin / "brine-run" : fs::path(BRINE_BIN_DIR) / "brine-run";
     {
-      QueryLoop loop(args, m, stream.samples.front().jid);
+      QueryLoop loop(run, m, stream.samples.front().jid);
       queried = Ingest(m, stream, pre_count, static_cast<long>(pre_count));
-      query_count = loop.Stop();
+      std::tie(query_count, query_failure) = loop.Stop();
     }
     StopMaster(m);
+    if (!query_failure.empty()) {
+      std::fprintf(stderr, "ingest_bench: a query beside ingest failed: %s\n", query_failure.c_str());
+      lost = true;
+    }
     if (args.keep.empty()) fs::remove_all(dir / "queries");
     if (queried->stored != queried->sent) {
       std::fprintf(stderr, "ingest_bench: LOST DATA with the query loop: stored %lld of %lld events\n",
@@ -567,7 +600,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(pre_returns_before), pre_count, pre_rate, pre_rate / rates.front(),
                 pre_rate / brine_rate, static_cast<double>(pre->rss_kib) / 1024.0);
   }
-  if (queried) {
+  if (queried && query_failure.empty()) {
     const double q_rate = static_cast<double>(queried->sent) / queried->seconds;
     std::printf("  with a brine-run loop (list_jobs, lookup_jid; %d queries, none failed): first %zu events at %.0f"
                 " events/s = %.2f x the first window without it\n",
