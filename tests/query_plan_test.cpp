@@ -256,6 +256,38 @@ TEST_CASE("query plans: a one-sided jid window reads the jobs in it first, throu
   CHECK(all.getColumn(2).getInt() == failures);
 }
 
+// 0008: per-minion reliability reads index entries only: a pair's return
+// from ret_job_minion (one hour's pairs side by side) and its failure from
+// ret_failed_job, never ret_minion (a leaf page per minion) nor the return's
+// row.
+TEST_CASE("query plans: minion_job_outcome answers from ret_job_minion and ret_failed_job alone", "[store][plan]") {
+  brine::test::TempDir dir;
+  const auto path = dir / "brine.sqlite";
+  REQUIRE_FALSE(BuildPlannedFleet(path).empty());
+  SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
+  const std::string plan = Plan(db,
+                                "SELECT minion, count(*), sum(returned), sum(failed) FROM minion_job_outcome"
+                                " WHERE start_time >= '2026-11-18 11:56:40' GROUP BY minion",
+                                {});
+  INFO(plan);
+  CHECK(plan.find("SEARCH r USING COVERING INDEX ret_job_minion (job_id=? AND minion_id=?)") != std::string::npos);
+  CHECK(plan.find("SEARCH f USING COVERING INDEX ret_failed_job (job_id=? AND minion_id=?)") != std::string::npos);
+  CHECK(plan.find("ret_minion") == std::string::npos);
+  // The same answers as the pairs' returns give: 10 jobs x 40 minions in the
+  // window, 38 of each job's minions returned, (j + m) % 17 == 0 failed.
+  SQLite::Statement q(db,
+                      "SELECT count(*), sum(returned), sum(failed) FROM minion_job_outcome"
+                      " WHERE start_time >= '2026-11-18 11:56:40'");
+  REQUIRE(q.executeStep());
+  CHECK(q.getColumn(0).getInt() == 400);
+  CHECK(q.getColumn(1).getInt() == 380);
+  int failed = 0;
+  for (int j = 50; j < 60; ++j) {
+    for (int m = 0; m < 38; ++m) failed += (j + m) % 17 == 0 ? 1 : 0;
+  }
+  CHECK(q.getColumn(2).getInt() == failed);
+}
+
 TEST_CASE("query plans: refreshing statistics records the new indexes in sqlite_stat1", "[store][plan]") {
   brine::test::TempDir dir;
   const auto path = dir / "brine.sqlite";
