@@ -29,11 +29,9 @@ struct Sample {
   std::size_t out_bytes;  // what it wrote to stdout
 };
 
-// Runs argv (argv[0] a path) with stdout to `out_file` and stderr to
-// /dev/null. The caller keeps its own memory small: a child's ru_maxrss
-// counts the pages it shared with the caller before exec.
-inline Sample RunOnce(const std::vector<std::string>& argv, const std::filesystem::path& out_file) {
-  const auto start = std::chrono::steady_clock::now();
+// Starts argv (argv[0] a path) with stdout to `out_file` and stderr to
+// /dev/null; returns its pid.
+inline pid_t Spawn(const std::vector<std::string>& argv, const std::filesystem::path& out_file) {
   const pid_t pid = fork();
   if (pid == 0) {
     const int devnull = open("/dev/null", O_WRONLY);
@@ -46,6 +44,15 @@ inline Sample RunOnce(const std::vector<std::string>& argv, const std::filesyste
     execv(a[0], a.data());
     _exit(127);
   }
+  return pid;
+}
+
+// Runs argv as Spawn does and waits for it; exits the bench when it fails.
+// The caller keeps its own memory small: a child's ru_maxrss counts the pages
+// it shared with the caller before exec.
+inline Sample RunOnce(const std::vector<std::string>& argv, const std::filesystem::path& out_file) {
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = Spawn(argv, out_file);
   int status = 0;
   rusage ru{};
   wait4(pid, &status, 0, &ru);

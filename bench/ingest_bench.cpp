@@ -51,7 +51,6 @@
 //                     [--bin DIR] [--keep DIR]
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -249,21 +248,10 @@ class QueryLoop {
   }
 
  private:
+  // The exit code, or 128 + the signal that ended it.
   static int Run(const std::vector<std::string>& argv, const std::string& out_file) {
-    const pid_t pid = fork();
-    if (pid == 0) {
-      const int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      const int devnull = open("/dev/null", O_WRONLY);
-      dup2(out, 1);
-      dup2(devnull, 2);
-      std::vector<char*> a;
-      for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-      a.push_back(nullptr);
-      execv(a[0], a.data());
-      _exit(127);
-    }
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(brine::bench::Spawn(argv, out_file), &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
