@@ -14,7 +14,7 @@ namespace brine::store::detail {
   X(PQclear) X(PQcmdTuples) X(PQconnectdb) X(PQdb) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec)        \
   X(PQexecParams) X(PQexitPipelineMode) X(PQfinish) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) \
   X(PQhost) X(PQntuples) X(PQpipelineSync) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)    \
-  X(PQsendQueryParams) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQstatus) X(PQtransactionStatus)
+  X(PQsendPrepare) X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQstatus) X(PQtransactionStatus)
 
 // Pointers to those functions, named as libpq names them.
 struct LibpqApi {

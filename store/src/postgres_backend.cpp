@@ -175,6 +175,72 @@ Owned ONull() { return Owned{}; }
 Owned OBool(const std::optional<bool>& b) { return b ? O(*b ? "t" : "f") : ONull(); }
 Owned OInt(const std::optional<std::int64_t>& v) { return v ? O(std::to_string(*v)) : ONull(); }
 
+// A PostgreSQL array literal ('{...}') built element by element, the value
+// of one array parameter: a multi-row write is then one statement text for
+// any number of rows, parsed and planned once per connection.
+class ArrayText {
+ public:
+  void Add(std::string_view text) {
+    Comma();
+    out_ += '"';
+    // Inside quotes only '"' and '\\' need a backslash.
+    for (std::size_t at = 0;;) {
+      const std::size_t special = text.find_first_of("\"\\", at);
+      out_.append(text.substr(at, special - at));
+      if (special == std::string_view::npos) break;
+      out_ += '\\';
+      out_ += text[special];
+      at = special + 1;
+    }
+    out_ += '"';
+  }
+  void Add(const std::string& text) { Add(std::string_view(text)); }
+  void Add(const std::optional<std::string>& text) {
+    if (text) {
+      Add(std::string_view(*text));
+    } else {
+      Null();
+    }
+  }
+  void Add(std::int64_t v) {
+    Comma();
+    out_ += std::to_string(v);
+  }
+  void Add(const std::optional<std::int64_t>& v) {
+    if (v) {
+      Add(*v);
+    } else {
+      Null();
+    }
+  }
+  void Add(const std::optional<bool>& b) {
+    Comma();
+    out_ += !b ? "NULL" : *b ? "t" : "f";
+  }
+  // A number already in text (TimeText).
+  void AddNumber(std::string_view number) {
+    Comma();
+    out_ += number;
+  }
+  // The literal; the builder is empty afterwards.
+  std::string Take() {
+    out_ += '}';
+    std::string done = std::move(out_);
+    out_ = "{";
+    return done;
+  }
+
+ private:
+  void Null() {
+    Comma();
+    out_ += "NULL";
+  }
+  void Comma() {
+    if (out_.size() > 1) out_ += ',';
+  }
+  std::string out_ = "{";
+};
+
 // Minion name -> row id cache bound (sqlite_backend.cpp says why).
 constexpr std::size_t kMaxCachedMinions = 100000;
 
@@ -265,12 +331,13 @@ class PostgresBackend final : public Backend {
     // first-wins from them). brine_check_stored stays as the net for writers
     // that take no lock.
     const std::string t = TimeText(seen);
-    Defer("INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2)) ON CONFLICT (jid) DO NOTHING", {O(jid), O(t)});
-    Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)});
+    Defer("INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2)) ON CONFLICT (jid) DO NOTHING", {O(jid), O(t)},
+          Plan::kReuse);
+    Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)}, Plan::kReuse);
     PgResult r = Query(
         "SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions,"
         " (SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id) FROM job WHERE jid = $1",
-        {O(jid)});
+        {O(jid)}, Plan::kReuse);
     JobState s;
     s.id = r.integer(0, 0);
     s.load_kind = static_cast<LoadKind>(r.integer(0, 1));
@@ -288,21 +355,23 @@ class PostgresBackend final : public Backend {
     return s;
   }
 
-  void SetNocache(std::int64_t job) override { Defer("UPDATE job SET nocache = true WHERE id = " + Int(job)); }
+  void SetNocache(std::int64_t job) override {
+    Defer("UPDATE job SET nocache = true WHERE id = $1", {O(Int(job))}, Plan::kReuse);
+  }
 
   void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
                const std::optional<std::string>& metadata_json) override {
-    const std::string k = Int(static_cast<int>(kind));
-    Defer("UPDATE job SET load = $1, fun = $2, load_kind = " + k + ", metadata = coalesce(metadata, $3) WHERE id = " +
-              Int(job) + " AND (load_kind <> 3 OR " + k + " = 3)",
-          {O(load_json), fun ? O(*fun) : ONull(), metadata_json ? O(*metadata_json) : ONull()});
+    Defer("UPDATE job SET load = $1, fun = $2, load_kind = $3::smallint, metadata = coalesce(metadata, $4)"
+          " WHERE id = $5::bigint AND (load_kind <> 3 OR $3::smallint = 3)",
+          {O(load_json), fun ? O(*fun) : ONull(), O(Int(static_cast<int>(kind))),
+           metadata_json ? O(*metadata_json) : ONull(), O(Int(job))},
+          Plan::kReuse);
   }
 
   void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
                    std::string_view minion) override {
-    Defer("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = " + Int(job) +
-              " AND load_kind = 0",
-          {O(load_json), fun ? O(*fun) : ONull()});
+    Defer("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = $3::bigint AND load_kind = 0",
+          {O(load_json), fun ? O(*fun) : ONull(), O(Int(job))}, Plan::kReuse);
     const std::string m(minion);
     AddExpected(job, std::span(&m, 1));
   }
@@ -314,14 +383,11 @@ class PostgresBackend final : public Backend {
 
   void AddExpected(std::int64_t job, std::span<const std::string> minions) override {
     if (minions.empty()) return;
-    // One round trip for the whole list: the minion names as a JSON array.
-    std::vector<std::int64_t> ids = MinionIds(minions);
-    std::string values;
-    for (std::int64_t id : ids) {
-      if (!values.empty()) values += ',';
-      values += "(" + Int(job) + "," + Int(id) + ")";
-    }
-    Defer("INSERT INTO job_minion (job_id, minion_id) VALUES " + values + " ON CONFLICT DO NOTHING");
+    // The minions' ids as one array: the same statement for any list.
+    ArrayText ids;
+    for (std::int64_t id : MinionIds(minions)) ids.Add(id);
+    Defer("INSERT INTO job_minion (job_id, minion_id) SELECT $1::bigint, unnest($2::bigint[]) ON CONFLICT DO NOTHING",
+          {O(Int(job)), O(ids.Take())}, Plan::kReuse);
   }
 
   std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
@@ -375,7 +441,8 @@ class PostgresBackend final : public Backend {
   }
 
   void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) override {
-    Defer("UPDATE job SET metadata = $1 WHERE id = " + Int(job) + " AND metadata IS NULL", {O(metadata_json)});
+    Defer("UPDATE job SET metadata = $1 WHERE id = $2::bigint AND metadata IS NULL", {O(metadata_json), O(Int(job))},
+          Plan::kReuse);
   }
 
   std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) override {
@@ -396,7 +463,7 @@ class PostgresBackend final : public Backend {
   }
 
   void SetEndtime(std::int64_t job, const std::string& endtime) override {
-    Defer("UPDATE job SET endtime = $1 WHERE id = " + Int(job), {O(endtime)});
+    Defer("UPDATE job SET endtime = $1 WHERE id = $2::bigint", {O(endtime), O(Int(job))}, Plan::kReuse);
   }
 
   CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override {
@@ -570,18 +637,14 @@ class PostgresBackend final : public Backend {
 
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override {
     if (counters.empty()) return;
-    std::string values;
-    std::vector<Owned> params;
+    ArrayText names, values;
     for (const auto& [name, value] : counters) {
-      if (!values.empty()) values += ',';
-      values += "(" + Int(master_row_) + ", $" + Int(static_cast<std::int64_t>(params.size()) + 1) + ", $" +
-                Int(static_cast<std::int64_t>(params.size()) + 2) + "::bigint)";
-      params.push_back(O(name));
-      params.push_back(O(Int(value)));
+      names.Add(name);
+      values.Add(value);
     }
-    Defer("INSERT INTO master_counter (master_id, name, value) VALUES " + values +
-              " ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value",
-          std::move(params));
+    Defer("INSERT INTO master_counter (master_id, name, value) SELECT $1::bigint, n, v FROM unnest($2::text[], $3::bigint[])"
+          " AS u(n, v) ON CONFLICT (master_id, name) DO UPDATE SET value = excluded.value",
+          {O(Int(master_row_)), O(names.Take()), O(values.Take())}, Plan::kReuse);
   }
 
   // --- maintenance --------------------------------------------------------------
@@ -918,15 +981,22 @@ class PostgresBackend final : public Backend {
 
   bool Waiting() const { return !deferred_.empty() || !pending_returns_.empty() || !pending_events_.empty(); }
 
+  // Plan::kReuse: the SQL text is the same whatever the data (every value a
+  // parameter), so the connection parses and plans it once (PgStatement::reuse).
+  // The writes of a batch are such statements: parsing and planning one
+  // statement per job and a multi-row VALUES per batch had been 44 % of the
+  // server process's time at full ingest (docs/performance.md, issue 16 round 5).
+  enum class Plan { kOnce, kReuse };
+
   // A write that returns nothing: sent with the next round trip.
-  void Defer(std::string sql, std::vector<Owned> params = {}) {
-    deferred_.push_back({std::move(sql), std::move(params)});
+  void Defer(std::string sql, std::vector<Owned> params = {}, Plan plan = Plan::kOnce) {
+    deferred_.push_back({std::move(sql), std::move(params), plan == Plan::kReuse});
     if (deferred_.size() >= kMaxDeferred) Send(std::nullopt);
   }
 
   // One statement whose result is needed now, riding with what waits.
-  PgResult Query(std::string sql, std::vector<Owned> params = {}) {
-    return *Send(PgStatement{std::move(sql), std::move(params)});
+  PgResult Query(std::string sql, std::vector<Owned> params = {}, Plan plan = Plan::kOnce) {
+    return *Send(PgStatement{std::move(sql), std::move(params), plan == Plan::kReuse});
   }
 
   // One round trip: BEGIN if the batch has not begun, the batch's returns,
@@ -957,7 +1027,8 @@ class PostgresBackend final : public Backend {
   ReturnId NextReturnId() {
     if (free_return_ids_.empty()) {
       PgResult r = Query("SELECT nextval(pg_get_serial_sequence('ret', 'id')) FROM generate_series(1, " +
-                         Int(kReturnIdsPerDraw) + ") ORDER BY 1 DESC");
+                             Int(kReturnIdsPerDraw) + ") ORDER BY 1 DESC",
+                         {}, Plan::kReuse);
       for (int i = 0; i < r.rows(); ++i) free_return_ids_.push_back(r.integer(i, 0));
     }
     const ReturnId id = free_return_ids_.back();
@@ -965,71 +1036,60 @@ class PostgresBackend final : public Backend {
     return id;
   }
 
-  // Multi-row INSERTs of the waiting returns, each checking that every row
-  // went in (brine_check_stored, migrations/postgres/0002).
+  // The waiting returns, as INSERTs of up to kReturnsPerInsert rows from
+  // arrays (the same statement for any number of rows), each checking that
+  // every row went in (brine_check_stored, migrations/postgres/0002).
   void AppendReturnInserts(std::vector<PgStatement>& out) {
-    AppendMultiRow(
-        pending_returns_, kReturnsPerInsert,
-        "WITH v (id, job_id, minion_id, recv, success, retcode, full_ret) AS (VALUES ",
-        [](PendingReturn& r, std::vector<Owned>& params) {
-          // One statement each: the operands of + are not sequenced, and
-          // the placeholders must number the parameters in order.
-          const std::string recv = Param(params, O(std::move(r.received)));
-          const std::string success = Param(params, OBool(r.success));
-          const std::string retcode = Param(params, OInt(r.retcode));
-          const std::string full_ret = Param(params, O(std::move(r.full_ret)));
-          return "(" + Int(r.id) + "::bigint," + Int(r.job) + "::bigint," + Int(r.minion) + "::bigint,to_timestamp(" +
-                 recv + "::double precision)," + success + "::boolean," + retcode + "::bigint," + full_ret + "::text)";
-        },
-        [](std::size_t n) {
-          return "), i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret)"
-                 " OVERRIDING SYSTEM VALUE SELECT * FROM v ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING 1)"
-                 " SELECT brine_check_stored((SELECT count(*) FROM i), " + Int(static_cast<std::int64_t>(n)) + ")";
-        },
-        out);
-  }
-
-  // Multi-row INSERTs of the waiting events, in order.
-  void AppendEventInserts(std::vector<PgStatement>& out) {
-    const std::string master = Int(master_row_);
-    AppendMultiRow(
-        pending_events_, kEventsPerInsert, "INSERT INTO event (received, master_id, job_id, tag, data, ret_id, stamp) VALUES ",
-        [&](EventRow& e, std::vector<Owned>& params) {
-          const std::string received = Param(params, O(TimeText(e.received)));
-          const std::string job = Param(params, OInt(e.job_id));
-          const std::string tag = Param(params, e.tag ? O(std::move(*e.tag)) : ONull());
-          const std::string data = Param(params, e.data ? O(std::move(*e.data)) : ONull());
-          const std::string ret = Param(params, OInt(e.ret_id ? std::optional<std::int64_t>(*e.ret_id) : std::nullopt));
-          const std::string stamp = Param(params, e.stamp ? O(std::move(*e.stamp)) : ONull());
-          return "(to_timestamp(" + received + "::double precision)," + master + "," + job + "::bigint," + tag + "," +
-                 data + "," + ret + "::bigint," + stamp + ")";
-        },
-        [](std::size_t) { return std::string(); }, out);
-  }
-
-  // Appends `value` to `params` and returns its placeholder ($n).
-  static std::string Param(std::vector<Owned>& params, Owned value) {
-    params.push_back(std::move(value));
-    return "$" + Int(static_cast<std::int64_t>(params.size()));
-  }
-
-  // Statements of up to `per` rows each (PostgreSQL takes 65535 parameters
-  // a statement): `head`, then `row(r, params)` for each row, comma-separated,
-  // then `tail(rows in it)`. Empties `rows`.
-  template <class R, class RowSql, class TailSql>
-  static void AppendMultiRow(std::vector<R>& rows, std::size_t per, const std::string& head, RowSql&& row,
-                             TailSql&& tail, std::vector<PgStatement>& out) {
-    for (std::size_t done = 0; done < rows.size(); done += per) {
-      const std::size_t n = std::min(per, rows.size() - done);
-      PgStatement st{head, {}};
-      for (std::size_t i = 0; i < n; ++i) {
-        if (i > 0) st.sql += ',';
-        st.sql += row(rows[done + i], st.params);
+    for (std::size_t done = 0; done < pending_returns_.size(); done += kReturnsPerInsert) {
+      const std::size_t end = std::min(pending_returns_.size(), done + kReturnsPerInsert);
+      ArrayText id, job, minion, recv, success, retcode, full_ret;
+      for (std::size_t i = done; i < end; ++i) {
+        PendingReturn& r = pending_returns_[i];
+        id.Add(r.id);
+        job.Add(r.job);
+        minion.Add(r.minion);
+        recv.AddNumber(r.received);
+        success.Add(r.success);
+        retcode.Add(r.retcode);
+        full_ret.Add(r.full_ret);
       }
-      st.sql += tail(n);
-      out.push_back(std::move(st));
+      out.push_back(
+          {"WITH i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret) OVERRIDING SYSTEM VALUE"
+           " SELECT id, job_id, minion_id, to_timestamp(recv), success, retcode, full_ret"
+           " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::double precision[], $5::boolean[], $6::bigint[],"
+           " $7::text[]) AS v (id, job_id, minion_id, recv, success, retcode, full_ret)"
+           " ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING 1)"
+           " SELECT brine_check_stored((SELECT count(*) FROM i), $8::bigint)",
+           {O(id.Take()), O(job.Take()), O(minion.Take()), O(recv.Take()), O(success.Take()), O(retcode.Take()),
+            O(full_ret.Take()), O(Int(static_cast<std::int64_t>(end - done)))},
+           true});
     }
-    rows.clear();
+    pending_returns_.clear();
+  }
+
+  // The waiting events, in order, as INSERTs of up to kEventsPerInsert rows
+  // from arrays (unnest keeps the arrays' order, and so the ids follow it).
+  void AppendEventInserts(std::vector<PgStatement>& out) {
+    for (std::size_t done = 0; done < pending_events_.size(); done += kEventsPerInsert) {
+      const std::size_t end = std::min(pending_events_.size(), done + kEventsPerInsert);
+      ArrayText received, job, tag, data, ret, stamp;
+      for (std::size_t i = done; i < end; ++i) {
+        const EventRow& e = pending_events_[i];
+        received.AddNumber(TimeText(e.received));
+        job.Add(e.job_id);
+        tag.Add(e.tag);
+        data.Add(e.data);
+        ret.Add(e.ret_id);
+        stamp.Add(e.stamp);
+      }
+      out.push_back({"INSERT INTO event (received, master_id, job_id, tag, data, ret_id, stamp)"
+                     " SELECT to_timestamp(r), $1::bigint, j, t, d, x, s FROM unnest($2::double precision[],"
+                     " $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[]) AS u (r, j, t, d, x, s)",
+                     {O(Int(master_row_)), O(received.Take()), O(job.Take()), O(tag.Take()), O(data.Take()),
+                      O(ret.Take()), O(stamp.Take())},
+                     true});
+    }
+    pending_events_.clear();
   }
 
   // Creates the archive's partitions for yesterday, today and tomorrow (UTC)

@@ -148,6 +148,11 @@ std::vector<PgResult> PgConnection::ExecPipeline(const std::vector<PgStatement>&
     const std::size_t end = std::min(statements.size(), done + kPipelineChunk);
     round_trips.fetch_add(1, std::memory_order_relaxed);
     if (Libpq().PQenterPipelineMode(conn_) == 0) throw Failure("PostgreSQL pipeline");
+    // Statements prepared in this round trip, in the order of their results
+    // (each ahead of its first execution): the names count as prepared only
+    // once the server said so, since a failure earlier in the pipeline skips them.
+    std::vector<std::pair<std::size_t, std::string>> preparing;  // statement index, SQL
+    std::unordered_map<std::string, std::string> named;          // SQL -> name, this round trip
     std::optional<PgError> failed;
     try {
       for (std::size_t i = done; i < end; ++i) {
@@ -160,16 +165,51 @@ std::vector<PgResult> PgConnection::ExecPipeline(const std::vector<PgStatement>&
           lengths.push_back(p.value ? static_cast<int>(p.value->size()) : 0);
           formats.push_back(p.binary ? 1 : 0);
         }
-        if (Libpq().PQsendQueryParams(conn_, st.sql.c_str(), static_cast<int>(st.params.size()), nullptr, values.data(),
-                              lengths.data(), formats.data(), 0) == 0) {
-          throw Failure("PostgreSQL");
+        const int n = static_cast<int>(st.params.size());
+        const std::string* name = nullptr;
+        if (st.reuse) {
+          if (auto it = prepared_.find(st.sql); it != prepared_.end()) {
+            name = &it->second;
+          } else if (auto at = named.find(st.sql); at != named.end()) {
+            name = &at->second;
+          } else if (prepared_.size() + named.size() < kMaxPrepared) {
+            name = &named.emplace(st.sql, "brine_" + std::to_string(++prepare_count_)).first->second;
+            if (Libpq().PQsendPrepare(conn_, name->c_str(), st.sql.c_str(), n, nullptr) == 0) throw Failure("PostgreSQL");
+            preparing.emplace_back(i, st.sql);
+          }
         }
+        const int sent = name != nullptr
+                             ? Libpq().PQsendQueryPrepared(conn_, name->c_str(), n, values.data(), lengths.data(),
+                                                           formats.data(), 0)
+                             : Libpq().PQsendQueryParams(conn_, st.sql.c_str(), n, nullptr, values.data(),
+                                                         lengths.data(), formats.data(), 0);
+        if (sent == 0) throw Failure("PostgreSQL");
       }
       if (Libpq().PQpipelineSync(conn_) == 0) throw Failure("PostgreSQL");
-      // One result (then a NULL) per statement, then the sync's.
-      for (std::size_t i = done; i < end; ++i) {
+      // One result (then a NULL) per prepare and per statement, then the sync's.
+      auto next = [&]() -> PGresult* {
         PGresult* r = Libpq().PQgetResult(conn_);
         if (r == nullptr) throw Failure("PostgreSQL");
+        return r;
+      };
+      auto drain = [&] {
+        while (PGresult* r = Libpq().PQgetResult(conn_)) Libpq().PQclear(r);
+      };
+      std::size_t prepare = 0;
+      for (std::size_t i = done; i < end; ++i) {
+        if (prepare < preparing.size() && preparing[prepare].first == i) {
+          PGresult* r = next();
+          const ExecStatusType st = Libpq().PQresultStatus(r);
+          if (st == PGRES_COMMAND_OK) {
+            prepared_.emplace(preparing[prepare].second, named.at(preparing[prepare].second));
+          } else if (st != PGRES_PIPELINE_ABORTED && !failed) {
+            failed = ResultFailure(conn_, r);
+          }
+          Libpq().PQclear(r);
+          drain();
+          ++prepare;
+        }
+        PGresult* r = next();
         const ExecStatusType st = Libpq().PQresultStatus(r);
         if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
           results.emplace_back(r);
@@ -177,10 +217,9 @@ std::vector<PgResult> PgConnection::ExecPipeline(const std::vector<PgStatement>&
           if (st != PGRES_PIPELINE_ABORTED && !failed) failed = ResultFailure(conn_, r);
           Libpq().PQclear(r);
         }
-        while ((r = Libpq().PQgetResult(conn_)) != nullptr) Libpq().PQclear(r);
+        drain();
       }
-      PGresult* sync = Libpq().PQgetResult(conn_);
-      if (sync == nullptr) throw Failure("PostgreSQL");
+      PGresult* sync = next();
       Libpq().PQclear(sync);
     } catch (...) {
       // A broken connection: leave pipeline mode as far as libpq lets us.

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "backend.h"
@@ -71,6 +72,10 @@ struct PgStatement {
   };
   std::string sql;
   std::vector<Param> params;
+  // Parsed and planned once per connection (a named prepared statement),
+  // then only executed: for SQL whose text never varies with the data,
+  // every value being a parameter.
+  bool reuse = false;
 };
 
 class PgConnection {
@@ -86,7 +91,10 @@ class PgConnection {
   // Runs one statement (or, without params, several). Throws PgError.
   PgResult Exec(const std::string& sql, const std::vector<PgParam>& params = {});
   // Sends `statements` in libpq's pipeline mode, one round trip per
-  // kPipelineChunk statements, and returns their results in order. The first
+  // kPipelineChunk statements, and returns their results in order. A
+  // statement marked `reuse` is prepared the first time this connection
+  // sends its text (in the same round trip), and executed by name from then
+  // on; past kMaxPrepared texts, the rest go unnamed. The first
   // failing statement's error is thrown (the server skips the rest up to the
   // chunk's sync; inside a transaction, that transaction has failed).
   std::vector<PgResult> ExecPipeline(const std::vector<PgStatement>& statements);
@@ -94,6 +102,9 @@ class PgConnection {
   // server's small per-statement replies must fit the socket buffers while
   // libpq is still sending (libpq's docs on pipeline mode and deadlock).
   static constexpr std::size_t kPipelineChunk = 1000;
+  // Prepared statements one connection keeps (a bound on a caller that
+  // marks varying SQL `reuse` by mistake).
+  static constexpr std::size_t kMaxPrepared = 64;
 
   // Starts a row-by-row read (PQsetSingleRowMode): call Next until nullopt.
   void StartRows(const std::string& sql, const std::vector<PgParam>& params);
@@ -105,6 +116,9 @@ class PgConnection {
 
  private:
   pg_conn* conn_;
+  // SQL text -> the name it is prepared under on this connection.
+  std::unordered_map<std::string, std::string> prepared_;
+  std::int64_t prepare_count_ = 0;  // names are never reused
   PgError Failure(const char* what) const;
 };
 
