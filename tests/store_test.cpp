@@ -370,6 +370,30 @@ TEST_CASE("store: minion lists merge into the expected set", "[store]") {
   REQUIRE(ToJson(*s->GetLoad(jid).Find("Minions")) == R"(["a","b","c","d"])");
 }
 
+TEST_CASE("store: a minion list given again adds nothing, yet one whose first adding was rolled back is added",
+          "[store]") {
+  // JobCache skips a list it added last for the job (Salt announces a job's
+  // minions in its `new` event and again in the bare-jid event).
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000003";
+  s->SaveLoad(jid, J(R"({"fun":"cmd.run","tgt":"*"})"), Strings({"a", "b"}));
+  {
+    auto batch = s->BeginBatch();
+    s->SaveMinions(jid, Strings({"c"}), std::nullopt);
+  }  // dropped: rolled back
+  s->SaveMinions(jid, Strings({"c"}), std::nullopt);
+  s->SaveMinions(jid, Strings({"a", "b"}), std::nullopt);
+  s->SaveMinions(jid, Strings({"a", "b"}), std::nullopt);
+  REQUIRE(ToJson(*s->GetLoad(jid).Find("Minions")) == R"(["a","b","c"])");
+  // A stub's guess gives way to a list even when the list is the one seen last.
+  const std::string stubbed = "20240101120000000004";
+  s->SaveMinions(stubbed, Strings({"x"}), std::nullopt);
+  REQUIRE(s->Returner(Ret(stubbed, "y", true)).kind == ReturnOutcome::Kind::kStored);
+  s->SaveMinions(stubbed, Strings({"x"}), std::nullopt);
+  REQUIRE(ToJson(*s->GetLoad(stubbed).Find("Minions")) == R"(["x"])");
+}
+
 TEST_CASE("store: a return before its publish gets a stub that the publish replaces", "[store]") {
   Fixture f;
   auto s = f.Open();

@@ -58,6 +58,8 @@ struct JobState {
   bool nocache = false;
   bool has_metadata = false;
   bool stub_minions = false;  // the expected minions are the stub's guess
+  // JobCache's own: a hash of the last minion list it added (0: none).
+  std::uint64_t merged_minions = 0;
 };
 
 // A return to insert. `success` and `retcode` are the load's, when of that type.

@@ -427,12 +427,33 @@ class JobCache final : public Store {
   }
 
   void MergeMinions(JobState& job, const std::vector<std::string>& minions) {
+    const std::uint64_t hash = ListHash(minions);
     if (job.stub_minions) {
       // The stub's guess (the minions that returned) gives way to a real list.
       backend_->DropStubMinions(job.id);
       job.stub_minions = false;
+    } else if (hash == job.merged_minions) {
+      // The list this job was given last, again: Salt announces a job's
+      // minions twice (the bare-jid event, then the `new` event), and adding
+      // a set a second time changes nothing. Nothing but DropStubMinions
+      // takes minions away, and a rollback forgets the cached state with its
+      // writes.
+      return;
     }
     backend_->AddExpected(job.id, minions);
+    job.merged_minions = hash;
+  }
+
+  // A 64-bit hash of a list of names, never 0 (0: no list): FNV-1a over each
+  // name and its length.
+  static std::uint64_t ListHash(const std::vector<std::string>& names) {
+    std::uint64_t h = 14695981039346656037ULL;
+    auto mix = [&h](unsigned char c) { h = (h ^ c) * 1099511628211ULL; };
+    for (const std::string& n : names) {
+      for (const char c : n) mix(static_cast<unsigned char>(c));
+      for (std::size_t len = n.size(), i = 0; i < sizeof len; ++i) mix(static_cast<unsigned char>(len >> (8 * i)));
+    }
+    return h == 0 ? 1 : h;
   }
 
   void PutLoad(JobState& job, const Value& load, LoadKind kind) {
