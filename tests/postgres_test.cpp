@@ -76,6 +76,20 @@ Value Ret(const std::string& jid, const std::string& minion) {
                    R"("})");
 }
 
+// Stores each minion's return of `jid` and gives the archive events that
+// point at them (what brine-master writes for a job's returns).
+std::vector<brine::store::Event> StoreReturns(brine::store::Store& s, const std::string& jid,
+                                              const std::vector<std::string>& minions) {
+  std::vector<brine::store::Event> events;
+  for (const std::string& m : minions) {
+    const Value ret = Ret(jid, m);
+    const ReturnOutcome out = s.Returner(ret);
+    REQUIRE(out.kind == ReturnOutcome::Kind::kStored);
+    events.push_back({.tag = "salt/job/" + jid + "/ret/" + m, .data = ret, .same_as_return = out.id});
+  }
+  return events;
+}
+
 }  // namespace
 
 TEST_CASE("postgres: two masters starting at once migrate once, under the advisory lock", "[postgres]") {
@@ -166,13 +180,7 @@ TEST_CASE("postgres: a batch's returns and events cost no round trip of their ow
     for (int j = 0; j < kJobs; ++j) {
       const std::string jid = jid_of(j);
       s->SaveLoad(jid, ParseJson(R"({"fun":"test.ping","tgt":"*"})"), minions);
-      std::vector<brine::store::Event> events;
-      for (const std::string& m : minions) {
-        const Value ret = Ret(jid, m);
-        const ReturnOutcome out = s->Returner(ret);
-        REQUIRE(out.kind == ReturnOutcome::Kind::kStored);
-        events.push_back({.tag = "salt/job/" + jid + "/ret/" + m, .data = ret, .same_as_return = out.id});
-      }
+      const std::vector<brine::store::Event> events = StoreReturns(*s, jid, minions);
       // A repeat inside the batch is known without asking too.
       REQUIRE(s->Returner(Ret(jid, minions[0])).kind == ReturnOutcome::Kind::kRepeat);
       s->EventReturn(events);
@@ -215,13 +223,7 @@ TEST_CASE("postgres: a batch's writes are parsed and planned once per connection
       for (int m = 0; m < returns; ++m) minions.push_back("minion" + std::to_string(m));
       s->SaveLoad(jid, ParseJson(R"({"fun":"test.ping","tgt":"*"})"), minions);
       s->SaveMinions(jid, minions, std::nullopt);  // the bare-jid event's list: the same, so no write
-      std::vector<brine::store::Event> events;
-      for (const std::string& m : minions) {
-        const Value ret = Ret(jid, m);
-        const ReturnOutcome out = s->Returner(ret);
-        REQUIRE(out.kind == ReturnOutcome::Kind::kStored);
-        events.push_back({.tag = "salt/job/" + jid + "/ret/" + m, .data = ret, .same_as_return = out.id});
-      }
+      std::vector<brine::store::Event> events = StoreReturns(*s, jid, minions);
       events.push_back({.tag = "salt/auth", .data = ParseJson(auth)});
       s->EventReturn(events);
     }
