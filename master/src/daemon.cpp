@@ -265,9 +265,13 @@ class Reader {
     const bool bus = bus_mode == Bus::kRead && queue_.HasRoom();
     polled_bus_ = bus;
     // Frames waiting on disk come back into memory prepared while the writer
-    // works; with some there, the loop looks again soon.
-    const bool refilled = queue_.Refill() > 0 || queue_.overflow_bytes() > 0;
-    if (refilled) timeout = std::min(timeout, std::chrono::milliseconds(5));
+    // works, but the bus comes first: a refill only when the reader is not
+    // reading it (the queue is full) or has read it empty. Senders give up on
+    // frames a slow reader leaves in their pipes (their linger), and the
+    // writer reads the disk itself when nothing comes back. With frames on
+    // disk, the loop looks again soon.
+    if (!bus || !last_drain_full_) (void)queue_.Refill();
+    if (queue_.overflow_bytes() > 0) timeout = std::min(timeout, std::chrono::milliseconds(5));
     if (bus) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
     const std::size_t first_cache = items_.size();
     cache_.AppendPollItems(items_);
@@ -279,7 +283,12 @@ class Reader {
     }
     if (items_[0].revents & ZMQ_POLLIN) cache_.SendReplies();
     cache_.Serve(items_.data() + first_cache, items_.size() - first_cache);
-    if (bus && (items_[1].revents & ZMQ_POLLIN)) return Drain(pull_, pub_, queue_, clock_);
+    last_drain_full_ = false;
+    if (bus && (items_[1].revents & ZMQ_POLLIN)) {
+      const std::size_t n = Drain(pull_, pub_, queue_, clock_);
+      last_drain_full_ = n >= kDrainChunk;
+      return n;
+    }
     return 0;
   }
 
@@ -296,6 +305,7 @@ class Reader {
   const Clock& clock_;
   std::vector<zmq::pollitem_t> items_;  // kept between turns: no allocation per turn
   bool polled_bus_ = false;
+  bool last_drain_full_ = false;  // the last turn read a whole chunk: the bus may hold more
 };
 
 int Run(const Args& args, std::ostream& err) {

@@ -58,7 +58,9 @@ std::size_t FrameQueue::Refill() {
   std::vector<Frame> taken;
   {
     std::lock_guard lock(mu_);
-    if (OverflowEmptyLocked() || bytes_ * 2 >= capacity_bytes_) return 0;
+    // Closed (a stop), the writer reads the disk itself: it must not wait on
+    // the reader's preparing while the stop's time runs.
+    if (closed_ || OverflowEmptyLocked() || bytes_ * 2 >= capacity_bytes_) return 0;
     refilling_ = ReadOverflowLocked(kRefillFrames, (capacity_bytes_ - bytes_) / kRefillExpansion, taken);
   }
   for (Frame& f : taken) prepare_(f);

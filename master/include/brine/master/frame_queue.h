@@ -90,7 +90,7 @@ class FrameQueue {
   bool Push(Frame frame);
 
   // With a `prepare` function, on the pushing thread only: frees what the
-  // writer recycled, and when the memory
+  // writer recycled, and unless the queue is closed, when the memory
   // lane is under half full and the disk holds frames, moves up to
   // kRefillFrames of the oldest back into memory, prepared outside the lock
   // (the writer takes nothing behind them meanwhile, so the order holds).
