@@ -22,7 +22,9 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/master/archiver.h"
 #include "brine/master/frame_queue.h"
+#include "brine/master/logger.h"
 #include "brine/master/spool.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
@@ -1787,6 +1789,180 @@ TEST_CASE("master: a full queue goes on into the overflow file and gives every f
   REQUIRE(q.overflow_bytes() == 0);
   REQUIRE(acked.empty());
   REQUIRE(FilesIn(dir.path()) == 0);
+}
+
+// --- frames prepared on the reader thread (issue 15, round 7) ---------------------------
+
+namespace {
+
+// A stand-in for Archiver::Prepare: the preparation holds ten times the
+// frame's bytes and names the frame it was made from.
+void PrepareTenfold(Frame& f) {
+  f.prepared = std::make_unique<brine::master::PreparedFrame>();
+  f.prepared->tag = f.bytes;
+  f.prepared->bytes = 10 * f.bytes.size();
+}
+
+}  // namespace
+
+TEST_CASE("master: a prepared frame counts its decoded memory against the bus lane's budget until the reader frees it",
+          "[master]") {
+  FrameQueue raw(4096);
+  FrameQueue prepared(4096, nullptr, PrepareTenfold);
+  int raw_frames = 0;
+  while (raw.Push(Frame{.bytes = std::string(100, 'r')})) ++raw_frames;
+  int prepared_frames = 0;
+  while (prepared.Push(Frame{.bytes = std::string(100, 'p')})) ++prepared_frames;
+  REQUIRE(raw_frames == 40);      // 41 x 100 bytes pass 4096
+  REQUIRE(prepared_frames == 3);  // 4 x 1,100 bytes pass it
+  REQUIRE(prepared.depth_bytes() == 4 * 1100);
+  std::vector<Frame> got;
+  std::vector<brine::master::AckRequest> acked;
+  REQUIRE(prepared.PopUpTo(10, std::chrono::steady_clock::now(), got, acked) == 4);
+  for (const Frame& f : got) {
+    REQUIRE(f.prepared != nullptr);
+    REQUIRE(f.prepared->tag == f.bytes);
+  }
+  REQUIRE(prepared.depth_bytes() == 0);
+  REQUIRE(prepared.HasRoom());
+  // Filed, the preparations go back to be freed by the pushing thread, and
+  // count until then.
+  std::vector<std::unique_ptr<brine::master::PreparedFrame>> spent;
+  for (Frame& f : got) spent.push_back(std::move(f.prepared));
+  prepared.Recycle(spent);
+  REQUIRE(spent.empty());
+  REQUIRE(prepared.depth_bytes() == 4 * 1000);
+  REQUIRE(prepared.Refill() == 0);  // nothing on disk; the recycled are freed
+  REQUIRE(prepared.depth_bytes() == 0);
+  REQUIRE(prepared.HasRoom());
+}
+
+TEST_CASE("master: the overflow file's frames come back into memory prepared and in order while the writer pops",
+          "[master]") {
+  brine::test::TempDir dir;
+  constexpr std::size_t kSize = 300;
+  constexpr int kFrames = 20000;
+  FrameQueue q(64 * 1024, std::make_unique<DiskOverflow>(dir.path(), std::size_t{16} << 20), PrepareTenfold);
+  std::atomic<bool> done{false};
+  std::vector<Frame> got;
+  std::thread writer([&] {
+    std::vector<Frame> chunk;
+    std::vector<brine::master::AckRequest> acked;
+    while (!q.ClosedAndEmpty()) {
+      chunk.clear();
+      (void)q.PopUpTo(256, std::chrono::steady_clock::now() + std::chrono::milliseconds(5), chunk, acked);
+      for (Frame& f : chunk) got.push_back(std::move(f));
+      if (got.size() % 4096 < 256) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a slow store
+    }
+    done = true;
+  });
+  std::size_t refilled = 0;
+  std::size_t most_memory = 0;
+  for (int i = 0; i < kFrames; ++i) {
+    while (!q.HasRoom()) refilled += q.Refill();
+    (void)q.Push(Numbered(i, kSize));
+    refilled += q.Refill();
+    most_memory = std::max(most_memory, q.depth_bytes());
+  }
+  while (q.overflow_bytes() > 0) refilled += q.Refill();
+  q.Close();
+  writer.join();
+  REQUIRE(done);
+  REQUIRE(got.size() == static_cast<std::size_t>(kFrames));
+  RequireInOrder(got, 0, kSize);
+  REQUIRE(refilled > 0);  // the disk was used, and read back by the reader
+  std::size_t prepared = 0;
+  for (const Frame& f : got) {
+    if (f.prepared == nullptr) continue;  // read from disk by the writer itself
+    REQUIRE(f.prepared->tag == f.bytes);
+    ++prepared;
+  }
+  REQUIRE(prepared >= refilled);
+  // The lane, one frame over, and what one refill's frames hold past 1/8 of the room.
+  REQUIRE(most_memory <= 64 * 1024 + 11 * kSize + 64 * 1024 * 10 / FrameQueue::kRefillExpansion + 11 * kSize);
+}
+
+TEST_CASE("master: a frame the reader prepared is filed exactly as one the writer decodes, quarantine and order included",
+          "[master]") {
+  using brine::master::Archiver;
+  using brine::master::Counters;
+  brine::test::TempDir dir;
+  const brine::Micros t0 = Now();
+  const std::string jid = JidAt(t0);
+  const std::string stamp = StampAt(t0);
+  std::vector<std::string> bytes = {
+      NewFrame("salt/job/" + jid + "/new", PublishLoad(jid, "test.ping", {"m1", "m2"}, stamp)),
+      NewFrame(jid, Value::Map({{"minions", Value::List({"m1", "m2", "m3"})}, {"_stamp", stamp}})),
+      NewFrame("salt/job/" + jid + "/ret/m1", ReturnLoad(jid, "m1", "test.ping", true, stamp)),
+      "no tag terminator at all",
+      NewFrame("salt/job/" + jid + "/ret/m2", ReturnLoad(jid, "m2", "test.ping", false, stamp)),
+      NewFrame("salt/job/" + jid + "/ret/m1", ReturnLoad(jid, "m1", "test.ping", "different", stamp)),
+      NewFrame("new_job", PublishLoad("20261123120000000001", "cmd.run", {"m9"}, stamp)),
+      NewFrame("salt/job/12345/ret/m4",
+               Value::Map({{"id", "m4"}, {"jid", 12345}, {"return", 1}, {"fun", "x"}})),
+      NewFrame("secret/dropped", Value::Map({{"n", 1}})),
+      NewFrame("salt/run/20261123120000000003/ret", Value::Map({{"fun", "runner.x"}, {"return", 2}})),
+      NewFrame("brine/cache/endtime", Value::Map({{"jid", jid}, {"endtime", "2026, Nov 24 04:00:00.000000"}})),
+      NewFrame("salt/auth", Value::Map({{"id", "m1"}, {"_stamp", stamp}})),
+  };
+  brine::master::Logger log(brine::master::LogLevel::kQuiet);
+  Archiver archiver({.blacklist = {"secret/*"}, .master_id = "mm"}, log);
+  auto frames = [&](bool prepare) {
+    std::vector<Frame> out;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      out.push_back(Frame{.bytes = bytes[i], .received = t0 + std::chrono::microseconds(i)});
+    }
+    out.push_back(Frame{.bytes = NewFrame("two/parts", Value::EmptyMap()), .received = t0 + std::chrono::microseconds(90),
+                        .parts = 2});
+    if (prepare) {
+      // On another thread, as brine-master's reader does.
+      std::thread reader([&] {
+        for (Frame& f : out) f.prepared = archiver.Prepare(f);
+      });
+      reader.join();
+      for (const Frame& f : out) REQUIRE(f.prepared != nullptr);
+    }
+    return out;
+  };
+  auto file = [&](const std::string& name, std::vector<Frame> in) {
+    auto store = brine::store::OpenStore(dir.path() / name, {});
+    Counters counts;
+    auto batch = store->BeginBatch();
+    for (Frame& f : in) {
+      const bool prepared = f.prepared != nullptr;
+      // Handed back to be freed where it was made; a replay decodes the bytes again.
+      REQUIRE((archiver.Ingest(*store, f, counts) != nullptr) == prepared);
+      REQUIRE(f.prepared == nullptr);
+    }
+    batch.Commit();
+    return counts;
+  };
+  const Counters by_writer = file("writer.db", frames(false));
+  const Counters by_reader = file("reader.db", frames(true));
+  REQUIRE(by_reader.received == by_writer.received);
+  REQUIRE(by_reader.stored == by_writer.stored);
+  REQUIRE(by_reader.filtered == by_writer.filtered);
+  REQUIRE(by_reader.quarantined == by_writer.quarantined);
+  REQUIRE(by_reader.duplicates == by_writer.duplicates);
+  REQUIRE(by_reader.returns == by_writer.returns);
+  REQUIRE(by_reader.cache_writes == by_writer.cache_writes);
+  REQUIRE(by_writer.quarantined == 2);
+  REQUIRE(by_writer.filtered == 1);
+  REQUIRE(by_writer.duplicates == 1);
+  for (const std::string& query :
+       {std::string("SELECT id, reason, hex(raw) FROM quarantine ORDER BY id"),
+        std::string("SELECT tag, data, alter_time FROM salt_events ORDER BY id"),
+        std::string("SELECT jid, load, endtime, load_source FROM jids ORDER BY jid"),
+        std::string("SELECT fun, jid, id, return, full_ret, success FROM salt_returns ORDER BY jid, id"),
+        std::string("SELECT j.jid, m.name FROM job_minion x JOIN job j ON j.id = x.job_id "
+                    "JOIN minion m ON m.id = x.minion_id ORDER BY 1, 2")}) {
+    INFO(query);
+    const std::string want = Sql(dir.path() / "writer.db", query);
+    REQUIRE(!want.empty());
+    REQUIRE(Sql(dir.path() / "reader.db", query) == want);
+  }
+  REQUIRE(Sql(dir.path() / "reader.db", "SELECT reason FROM quarantine ORDER BY id") ==
+          "no tag terminator\nmulti-part message of 2 parts\n");
 }
 
 TEST_CASE("master: when the overflow file is full the reader is held back and the frame it read last waits behind the file",

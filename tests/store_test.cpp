@@ -360,6 +360,32 @@ TEST_CASE("store: row counts count jobs and archived events", "[store]") {
   REQUIRE(counts.events == 2);
 }
 
+TEST_CASE("store: a load, a return and an event whose JSON text the caller made are kept as that text", "[store]") {
+  // brine-master makes the text on its reader thread (issue 15). A text other
+  // than ToJson(value), which callers never pass, shows which one is kept.
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000004";
+  const Value load = J(R"({"fun":"test.ping","jid":"20240101120000000004"})");
+  s->SaveLoad(jid, load, R"({"fun":"test.ping","jid":"20240101120000000004","made":"by the caller"})",
+              Strings({"m1"}));
+  const Value ret = Ret(jid, "m1", true);
+  Value ret_text = ret;
+  ret_text.Set("made", "by the caller");
+  const ReturnOutcome stored = s->Returner(ret, ToJson(ret_text));
+  REQUIRE(stored.kind == ReturnOutcome::Kind::kStored);
+  std::vector<Event> events;
+  events.push_back({.tag = "test/a", .data = J(R"({"a":1})"), .received = kT0, .data_json = R"({"a":1,"made":2})"});
+  s->EventReturn(events);
+  REQUIRE(*s->GetLoad(jid).FindString("made") == "by the caller");
+  REQUIRE(*s->GetJidFull(jid).Find("m1")->FindString("made") == "by the caller");
+  std::vector<std::string> archived;
+  s->ForEachEvent(std::nullopt, std::nullopt, [&](brine::store::ArchivedEvent&& e) { archived.push_back(e.data_json); });
+  REQUIRE(archived == std::vector<std::string>{R"({"a":1,"made":2})"});
+  // The same return again without a text is a repeat of it, compared by value.
+  REQUIRE(s->Returner(ret_text).kind == ReturnOutcome::Kind::kRepeat);
+}
+
 TEST_CASE("store: minion lists merge into the expected set", "[store]") {
   Fixture f;
   auto s = f.Open();

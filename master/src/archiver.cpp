@@ -46,6 +46,36 @@ const Value* WithTextJid(const Value& data, Value& scratch) {
   return &scratch;
 }
 
+// What one heap allocation costs beyond its bytes (glibc's chunk header).
+constexpr std::size_t kAllocOverhead = 16;
+
+// The heap bytes a string holds: none while it fits the small-string buffer.
+std::size_t HeapBytes(const std::string& s) {
+  return s.capacity() > std::string().capacity() ? s.capacity() + 1 + kAllocOverhead : 0;
+}
+
+// The heap bytes a Value tree holds (each node's own size is its parent's).
+std::size_t HeapBytes(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kString:
+      return HeapBytes(v.as_string());
+    case Value::Kind::kList: {
+      const ValueList& list = v.as_list();
+      std::size_t n = list.capacity() == 0 ? 0 : list.capacity() * sizeof(Value) + kAllocOverhead;
+      for (const Value& item : list) n += HeapBytes(item);
+      return n;
+    }
+    case Value::Kind::kMap: {
+      const ValueMap& map = v.as_map();
+      std::size_t n = map.capacity() == 0 ? 0 : map.capacity() * sizeof(ValueMap::value_type) + kAllocOverhead;
+      for (const auto& [key, item] : map) n += HeapBytes(key) + HeapBytes(item);
+      return n;
+    }
+    default:
+      return 0;
+  }
+}
+
 std::optional<std::vector<std::string>> OptionalStringList(const Value* v) {
   if (v == nullptr || !v->is_list()) return std::nullopt;
   return StringList(v);
@@ -173,30 +203,84 @@ void Archiver::CountReturn(const std::optional<store::ReturnOutcome>& outcome, c
   }
 }
 
-void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts) {
-  if (!frame.damage.empty()) {
-    QuarantineFrame(store, frame, frame.damage, counts);
-    return;
-  }
-  if (frame.parts != 1) {
-    QuarantineFrame(store, frame, "multi-part message of " + std::to_string(frame.parts) + " parts", counts);
-    return;
-  }
+std::unique_ptr<PreparedFrame> Archiver::Prepare(const Frame& frame) const {
+  auto p = std::make_unique<PreparedFrame>();
+  auto quarantine = [&p](std::string reason) {
+    p->quarantine = std::move(reason);
+    p->bytes = sizeof(PreparedFrame) + HeapBytes(p->quarantine);
+    return std::move(p);
+  };
+  if (!frame.damage.empty()) return quarantine(frame.damage);
+  if (frame.parts != 1) return quarantine("multi-part message of " + std::to_string(frame.parts) + " parts");
   auto decoded = wire::DecodeFrame(frame.bytes, {.max_frame_bytes = options_.max_frame_bytes});
-  if (auto* bad = std::get_if<wire::Undecodable>(&decoded)) {
-    QuarantineFrame(store, frame, bad->reason, counts);
+  if (auto* bad = std::get_if<wire::Undecodable>(&decoded)) return quarantine(std::move(bad->reason));
+  auto& event = std::get<wire::DecodedEvent>(decoded);
+  p->tag = std::move(event.tag);
+  p->data = std::move(event.data);
+  p->trimmed = event.trimmed;
+  if (p->tag.compare(0, kCacheTagPrefix.size(), kCacheTagPrefix) == 0) {
+    p->cache_write = true;
+    p->bytes = sizeof(PreparedFrame) + HeapBytes(p->tag) + HeapBytes(p->data);
+    return p;
+  }
+  p->tag_info = wire::ParseTag(p->tag);
+  p->archived = PassesFilters(p->tag);
+  const Value& data = p->data;
+  const auto kind = p->tag_info.kind;
+  const bool is_return = kind == wire::TagInfo::Kind::kReturn ||
+                         (kind == wire::TagInfo::Kind::kBareJid && IsReturnLoad(data));
+  if (!options_.plugin_is_job_cache &&
+      (kind == wire::TagInfo::Kind::kNew || kind == wire::TagInfo::Kind::kLegacyNewJob)) {
+    // Salt's save_load of a publish: the data without _stamp and minions.
+    const std::string* data_jid = data.FindString("jid");
+    if (!p->tag_info.jid.empty() || data_jid != nullptr) {
+      p->load_jid = !p->tag_info.jid.empty() ? p->tag_info.jid : *data_jid;
+      p->load = data;
+      p->load.Erase("_stamp");
+      if (const Value* minions = data.Find("minions"); minions != nullptr && minions->is_list()) {
+        p->minions = StringList(minions);
+      }
+      p->load.Erase("minions");
+      p->load_json = ToJson(p->load);
+    }
+  }
+  // The archive keeps the data as is unless it shares a stored return's
+  // payload; a return is stored as is by the job cache.
+  if (p->archived || (is_return && options_.job_cache && !options_.plugin_is_job_cache)) {
+    p->data_json = ToJson(data);
+  }
+  p->bytes = sizeof(PreparedFrame) + HeapBytes(p->tag) + HeapBytes(p->data) + HeapBytes(p->tag_info.jid) +
+             HeapBytes(p->tag_info.minion) + HeapBytes(p->data_json) + HeapBytes(p->load) + HeapBytes(p->load_json) +
+             (p->load_jid ? HeapBytes(*p->load_jid) : 0);
+  if (p->minions) {
+    p->bytes += kAllocOverhead + p->minions->capacity() * sizeof(std::string);
+    for (const std::string& m : *p->minions) p->bytes += HeapBytes(m);
+  }
+  return p;
+}
+
+std::unique_ptr<PreparedFrame> Archiver::Ingest(store::Store& store, Frame& frame, Counters& counts) {
+  const bool by_caller = frame.prepared != nullptr;
+  std::unique_ptr<PreparedFrame> owned = by_caller ? std::move(frame.prepared) : Prepare(frame);
+  File(store, frame, *owned, counts);
+  if (!by_caller) owned.reset();
+  return owned;
+}
+
+void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, Counters& counts) {
+  if (!p.quarantine.empty()) {
+    QuarantineFrame(store, frame, p.quarantine, counts);
     return;
   }
-  auto& event = std::get<wire::DecodedEvent>(decoded);
-  if (event.tag.compare(0, kCacheTagPrefix.size(), kCacheTagPrefix) == 0) {
+  if (p.cache_write) {
     if (options_.plugin_is_job_cache && frame.source == Frame::Source::kBus) {
       QuarantineFrame(store, frame,
-                      event.tag + " on the bus: with master_job_cache: brine, job-cache writes are taken only "
-                                  "from the plug-in's acknowledged socket and spool",
+                      p.tag + " on the bus: with master_job_cache: brine, job-cache writes are taken only "
+                              "from the plug-in's acknowledged socket and spool",
                       counts);
       return;
     }
-    if (auto bad = ApplyCacheWrite(store, event.tag, event.data, counts)) {
+    if (auto bad = ApplyCacheWrite(store, p.tag, p.data, counts)) {
       QuarantineFrame(store, frame, *bad, counts);
       return;
     }
@@ -205,12 +289,14 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
     return;
   }
   ++counts.received;
-  if (event.trimmed) ++counts.trimmed;
+  if (p.trimmed) ++counts.trimmed;
 
-  const wire::TagInfo tag = wire::ParseTag(event.tag);
+  const wire::TagInfo& tag = p.tag_info;
   std::optional<store::ReturnOutcome> outcome;
   bool payload_is_data = false;  // the return stored is exactly this event's data
-  const Value& data = event.data;
+  const Value& data = p.data;
+  // The data as is to the job cache, with its JSON text when prepared.
+  auto return_data = [&] { return p.data_json.empty() ? store.Returner(data) : store.Returner(data, p.data_json); };
   if (options_.plugin_is_job_cache) {
     // The plug-in alone fills the job cache; a return event only shares the
     // payload of the same return when the plug-in stored it.
@@ -220,34 +306,20 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
       outcome = store.FindSameReturn(data);
       payload_is_data = outcome.has_value();
     }
-    ArchiveEvent(store, std::move(event.tag), std::move(event.data), frame.received, outcome, payload_is_data,
-                 counts);
+    ArchiveEvent(store, p, frame.received, outcome, payload_is_data, counts);
     return;
   }
   switch (tag.kind) {
     case wire::TagInfo::Kind::kNew:
-    case wire::TagInfo::Kind::kLegacyNewJob: {
-      std::string jid = tag.jid;
-      if (jid.empty()) {
-        const std::string* j = data.FindString("jid");
-        if (j == nullptr) break;
-        jid = *j;
-      }
-      Value load = data;
-      load.Erase("_stamp");
-      const Value* minions = data.Find("minions");
-      std::optional<std::vector<std::string>> minion_list;
-      if (minions != nullptr && minions->is_list()) minion_list = StringList(minions);
-      load.Erase("minions");
-      store.SaveLoad(jid, load, minion_list);
+    case wire::TagInfo::Kind::kLegacyNewJob:
+      if (p.load_jid) store.SaveLoad(*p.load_jid, p.load, p.load_json, p.minions);
       break;
-    }
     case wire::TagInfo::Kind::kBareJid:
       if (IsReturnLoad(data)) {
         if (options_.job_cache) {
           Value scratch;
           const Value* text_jid = WithTextJid(data, scratch);
-          outcome = store.Returner(text_jid != nullptr ? *text_jid : data);
+          outcome = text_jid != nullptr ? store.Returner(*text_jid) : return_data();
           payload_is_data = text_jid == nullptr;
         }
       } else if (const Value* minions = data.Find("minions"); minions != nullptr && minions->is_list()) {
@@ -264,7 +336,7 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
         } else if (Value scratch; const Value* text_jid = WithTextJid(data, scratch)) {
           outcome = store.Returner(*text_jid);
         } else {
-          outcome = store.Returner(data);
+          outcome = return_data();
           payload_is_data = true;
         }
       }
@@ -297,21 +369,33 @@ void Archiver::Ingest(store::Store& store, const Frame& frame, Counters& counts)
     const Value* jid = data.Find("jid");
     if (jid != nullptr && !jid->is_string()) {
       // Never silently: the event is archived, the job cache says why not.
-      log_.Log(LogLevel::kWarning, "a return under " + event.tag + " is not filed in the job cache: its jid is " +
+      log_.Log(LogLevel::kWarning, "a return under " + p.tag + " is not filed in the job cache: its jid is " +
                                        ToJson(*jid) + ", neither text nor an integer");
     }
   }
-  ArchiveEvent(store, std::move(event.tag), std::move(event.data), frame.received, outcome, payload_is_data, counts);
+  ArchiveEvent(store, p, frame.received, outcome, payload_is_data, counts);
 }
 
-void Archiver::ArchiveEvent(store::Store& store, std::string tag, Value data, Micros received,
+void Archiver::ArchiveEvent(store::Store& store, PreparedFrame& prepared, Micros received,
                             const std::optional<store::ReturnOutcome>& outcome, bool payload_is_data,
                             Counters& counts) {
-  if (!PassesFilters(tag)) {
+  if (!prepared.archived) {
     ++counts.filtered;
     return;
   }
-  store::Event archived{.tag = std::move(tag), .data = std::move(data), .received = received};
+  store::Event archived{.tag = std::move(prepared.tag),
+                        .data = std::move(prepared.data),
+                        .received = received,
+                        .data_json = std::move(prepared.data_json)};
+  struct GiveBack {  // whatever EventReturn does, also when it throws
+    store::Event& from;
+    PreparedFrame& to;
+    ~GiveBack() {
+      to.tag = std::move(from.tag);
+      to.data = std::move(from.data);
+      to.data_json = std::move(from.data_json);
+    }
+  } give_back{archived, prepared};
   if (outcome && payload_is_data &&
       (outcome->kind == store::ReturnOutcome::Kind::kStored ||
        outcome->kind == store::ReturnOutcome::Kind::kRepeat)) {

@@ -180,7 +180,9 @@ std::optional<int> ParseArgs(int argc, char** argv, Args& args, std::ostream& ou
 
 // Frames one Drain() reads before it returns to check the stop flag and the
 // clock: senders that never pause must not keep the reader from a SIGTERM.
-constexpr std::size_t kDrainChunk = 512;
+// Each is prepared too (some 7 us), and the acknowledged socket waits for
+// the chunk: 128 keeps that wait near a millisecond.
+constexpr std::size_t kDrainChunk = 128;
 
 // The most of one multi-part message the reader keeps: ZMQ_MAXMSGSIZE bounds
 // each part, not their sum. Set once at start from brine.max_frame_bytes.
@@ -262,6 +264,14 @@ class Reader {
     // ZeroMQ) and the loop looks again soon.
     const bool bus = bus_mode == Bus::kRead && queue_.HasRoom();
     polled_bus_ = bus;
+    // Frames waiting on disk come back into memory prepared while the writer
+    // works, but the bus comes first: a refill only when the reader is not
+    // reading it (the queue is full) or has read it empty. Senders give up on
+    // frames a slow reader leaves in their pipes (their linger), and the
+    // writer reads the disk itself when nothing comes back. With frames on
+    // disk, the loop looks again soon.
+    if (!bus || !last_drain_full_) (void)queue_.Refill();
+    if (queue_.overflow_bytes() > 0) timeout = std::min(timeout, std::chrono::milliseconds(5));
     if (bus) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
     const std::size_t first_cache = items_.size();
     cache_.AppendPollItems(items_);
@@ -273,7 +283,12 @@ class Reader {
     }
     if (items_[0].revents & ZMQ_POLLIN) cache_.SendReplies();
     cache_.Serve(items_.data() + first_cache, items_.size() - first_cache);
-    if (bus && (items_[1].revents & ZMQ_POLLIN)) return Drain(pull_, pub_, queue_, clock_);
+    last_drain_full_ = false;
+    if (bus && (items_[1].revents & ZMQ_POLLIN)) {
+      const std::size_t n = Drain(pull_, pub_, queue_, clock_);
+      last_drain_full_ = n >= kDrainChunk;
+      return n;
+    }
     return 0;
   }
 
@@ -290,6 +305,7 @@ class Reader {
   const Clock& clock_;
   std::vector<zmq::pollitem_t> items_;  // kept between turns: no allocation per turn
   bool polled_bus_ = false;
+  bool last_drain_full_ = false;  // the last turn read a whole chunk: the bus may hold more
 };
 
 int Run(const Args& args, std::ostream& err) {
@@ -342,7 +358,6 @@ int Run(const Args& args, std::ostream& err) {
       log.Log(LogLevel::kWarning, std::string("brine.overflow_dir: ") + e.what() + "; running without an overflow file");
     }
   }
-  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow));
   Archiver archiver({.whitelist = cfg.event_return_whitelist,
                      .blacklist = cfg.event_return_blacklist,
                      .job_cache = cfg.job_cache,
@@ -351,6 +366,18 @@ int Run(const Args& args, std::ostream& err) {
                      .master_id = cfg.id,
                      .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)},
                     log);
+  // The reader thread decodes each bus frame and makes its JSON before
+  // queueing it (issue 15: the writer thread, the bottleneck, then only runs
+  // SQL). A preparation that fails is left to the writer, which handles the
+  // failure where it always did.
+  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow),
+                   [&archiver](Frame& frame) {
+                     try {
+                       frame.prepared = archiver.Prepare(frame);
+                     } catch (const std::exception&) {
+                       frame.prepared.reset();
+                     }
+                   });
   WriterOptions wopts;
   wopts.database = cfg.brine.database;
   wopts.open.master_id = cfg.id;

@@ -11,7 +11,7 @@ std::size_t AckRequest::bytes() const {
 }
 
 bool FrameQueue::Push(Frame frame) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (closed_) return false;
   const bool behind_disk = !tail_.empty() || !OverflowEmptyLocked();
   if (behind_disk || bytes_ >= capacity_bytes_) {
@@ -20,10 +20,60 @@ bool FrameQueue::Push(Frame frame) {
       return HasRoomLocked();
     }
   }
-  bytes_ += frame.bytes.size();
+  if (prepare_ && !frame.prepared) {
+    // Outside the lock, so the writer goes on meanwhile. Only this thread
+    // adds frames, so where the frame goes stays decided: the writer's pops
+    // only free room.
+    lock.unlock();
+    prepare_(frame);
+    lock.lock();
+  }
+  bytes_ += frame.memory_bytes();
   (behind_disk ? tail_ : frames_).push_back(std::move(frame));
   not_empty_.notify_one();
   return HasRoomLocked();
+}
+
+void FrameQueue::Recycle(std::vector<std::unique_ptr<PreparedFrame>>& spent) {
+  if (spent.empty()) return;
+  std::size_t size = 0;
+  for (const auto& p : spent) size += p ? p->bytes : 0;
+  std::lock_guard lock(mu_);
+  for (auto& p : spent) recycled_.push_back(std::move(p));
+  spent.clear();
+  recycled_bytes_ += size;
+  bytes_ += size;
+}
+
+std::size_t FrameQueue::Refill() {
+  if (!prepare_) return 0;
+  std::vector<std::unique_ptr<PreparedFrame>> to_free;
+  {
+    std::lock_guard lock(mu_);
+    to_free.swap(recycled_);
+    bytes_ -= recycled_bytes_;
+    recycled_bytes_ = 0;
+  }
+  to_free.clear();  // here, outside the lock
+  std::vector<Frame> taken;
+  {
+    std::lock_guard lock(mu_);
+    // Closed (a stop), the writer reads the disk itself: it must not wait on
+    // the reader's preparing while the stop's time runs.
+    if (closed_ || OverflowEmptyLocked() || bytes_ * 2 >= capacity_bytes_) return 0;
+    refilling_ = ReadOverflowLocked(kRefillFrames, (capacity_bytes_ - bytes_) / kRefillExpansion, taken);
+  }
+  for (Frame& f : taken) prepare_(f);
+  std::lock_guard lock(mu_);
+  // Everything in frames_ is older than the disk's frames and everything in
+  // tail_ newer, so these go at the end of frames_.
+  for (Frame& f : taken) {
+    bytes_ += f.memory_bytes();
+    frames_.push_back(std::move(f));
+  }
+  refilling_ = 0;
+  not_empty_.notify_all();
+  return taken.size();
 }
 
 bool FrameQueue::HasRoomLocked() const {
@@ -64,22 +114,24 @@ std::size_t FrameQueue::PopUpTo(std::size_t max_frames, std::chrono::steady_cloc
                                 std::vector<Frame>& out, std::vector<AckRequest>& acked) {
   std::unique_lock lock(mu_);
   not_empty_.wait_until(lock, deadline, [&] {
-    return closed_ || !frames_.empty() || !acked_.empty() || !OverflowEmptyLocked() || !tail_.empty();
+    return closed_ || !frames_.empty() || !acked_.empty() ||
+           (refilling_ == 0 && (!OverflowEmptyLocked() || !tail_.empty()));
   });
   if (!acked_.empty()) return TakeAckedLocked(acked);
   std::size_t n = 0;
   while (n < max_frames) {
     if (frames_.empty()) {
+      if (refilling_ > 0) break;  // the disk's oldest frames are on their way back
       if (!OverflowEmptyLocked()) {
         // Read from disk, frames take memory anew: at most the memory lane's
         // capacity per pop.
-        n += ReadOverflowLocked(max_frames - n, out);
+        n += ReadOverflowLocked(max_frames - n, capacity_bytes_, out);
         break;
       }
       if (tail_.empty()) break;
       frames_.swap(tail_);  // the disk is read empty: what waited behind it is next
     }
-    bytes_ -= frames_.front().bytes.size();
+    bytes_ -= frames_.front().memory_bytes();
     out.push_back(std::move(frames_.front()));
     frames_.pop_front();
     ++n;
@@ -87,9 +139,10 @@ std::size_t FrameQueue::PopUpTo(std::size_t max_frames, std::chrono::steady_cloc
   return n;
 }
 
-std::size_t FrameQueue::ReadOverflowLocked(std::size_t max_frames, std::vector<Frame>& out) {
+std::size_t FrameQueue::ReadOverflowLocked(std::size_t max_frames, std::size_t max_bytes, std::vector<Frame>& out) {
+  const std::size_t before = out.size();
   try {
-    return overflow_->ReadUpTo(max_frames, capacity_bytes_, out);
+    return overflow_->ReadUpTo(max_frames, max_bytes, out);
   } catch (const std::system_error& e) {
     // The file is gone bad under us (an I/O error): what it held cannot be
     // read back. Say so where every loss is kept, as one quarantined record,
@@ -99,7 +152,7 @@ std::size_t FrameQueue::ReadOverflowLocked(std::size_t max_frames, std::vector<F
                   std::to_string(overflow_->bytes()) + " bytes) of the overflow lost";
     overflow_->Drop();
     out.push_back(std::move(lost));
-    return 1;
+    return out.size() - before;
   }
 }
 
@@ -108,7 +161,7 @@ std::size_t FrameQueue::SaveOverflow() {
   if (OverflowEmptyLocked()) return 0;
   // What waited behind the disk goes with it, in order, whatever the budget.
   while (!tail_.empty() && overflow_->Append(tail_.front(), /*over_budget=*/true)) {
-    bytes_ -= tail_.front().bytes.size();
+    bytes_ -= tail_.front().memory_bytes();
     tail_.pop_front();
   }
   const std::size_t n = overflow_->frames();
@@ -124,7 +177,7 @@ void FrameQueue::Close() {
 
 bool FrameQueue::ClosedAndEmpty() {
   std::lock_guard lock(mu_);
-  return closed_ && frames_.empty() && acked_.empty() && OverflowEmptyLocked() && tail_.empty();
+  return closed_ && frames_.empty() && refilling_ == 0 && acked_.empty() && OverflowEmptyLocked() && tail_.empty();
 }
 
 std::size_t FrameQueue::acked_depth() {
@@ -134,7 +187,7 @@ std::size_t FrameQueue::acked_depth() {
 
 std::size_t FrameQueue::depth_frames() {
   std::lock_guard lock(mu_);
-  return frames_.size() + tail_.size() + (overflow_ ? overflow_->frames() : 0);
+  return frames_.size() + refilling_ + tail_.size() + (overflow_ ? overflow_->frames() : 0);
 }
 
 std::size_t FrameQueue::depth_bytes() {

@@ -95,7 +95,7 @@ std::string FormatMetrics(const MetricsSnapshot& m) {
   Metric(out, "brine_pending_frames", "gauge", "Frames read off the bus and not yet committed.", d(m.pending_frames));
   Metric(out, "brine_queue_frames", "gauge", "Frames in the queue between the bus reader and the writer.",
          d(m.queue_frames));
-  Metric(out, "brine_queue_bytes", "gauge", "Bytes in that queue in memory.", d(m.queue_bytes));
+  Metric(out, "brine_queue_bytes", "gauge", "Memory the frames in that queue hold (bytes and decoded form).", d(m.queue_bytes));
   Metric(out, "brine_queue_overflow_bytes", "gauge",
          "Bytes of that queue in the overflow file (brine.overflow_mb), waiting on disk.", d(m.overflow_bytes));
   Metric(out, "brine_queue_capacity_bytes", "gauge", "That queue's capacity (brine.max_queue_mb).",

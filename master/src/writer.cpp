@@ -173,7 +173,7 @@ bool Writer::Ingest(Frame frame) {
     // left closed by a reopen that failed (MaintenanceStep).
     if (!store_) throw store::WriteFailedError("the store is not open: reopening it failed");
     if (opens_batch) batch_handle_.emplace(store_->BeginBatch());
-    archiver_.Ingest(*store_, batch_.back(), batch_counts_);
+    if (auto spent = archiver_.Ingest(*store_, batch_.back(), batch_counts_)) spent_.push_back(std::move(spent));
     return true;
   } catch (const std::exception& e) {
     ReplayUntilCommitted(e.what());
@@ -261,7 +261,7 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
       Counters counts;
       for (std::size_t i = 0; i < batch_.size(); ++i) {
         try {
-          archiver_.Ingest(*store_, batch_[i], counts);
+          (void)archiver_.Ingest(*store_, batch_[i], counts);  // replayed frames are no longer prepared
         } catch (const std::exception& e) {
           if (IsStorageFailure(e)) throw;
           // This frame fails on its own: set it aside, quarantine it on the next try.
@@ -507,6 +507,7 @@ void Writer::Run() {
       continue;
     }
     for (Frame& f : incoming) (void)Ingest(std::move(f));
+    queue_.Recycle(spent_);  // freed by the reader, which made them
     if (batch_.size() >= options_.batch_max_events || batch_bytes_ >= options_.batch_max_bytes ||
         queue_.depth_frames() == 0 ||
         SteadyClock::now() - batch_started_ >= options_.flush_interval) {

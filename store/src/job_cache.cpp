@@ -114,12 +114,12 @@ class JobCache final : public Store {
 
   void SaveLoad(const std::string& jid, const Value& load,
                 const std::optional<std::vector<std::string>>& minions) override {
-    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
-    Write("save_load", [&] {
-      JobState& job = EnsureJob(jid);
-      if (job.load_kind != LoadKind::kCachePublish) PutLoad(job, load, LoadKind::kPublish);
-      if (minions) MergeMinions(job, *minions);
-    });
+    SaveEventLoad(jid, load, nullptr, minions);
+  }
+
+  void SaveLoad(const std::string& jid, const Value& load, const std::string& load_json,
+                const std::optional<std::vector<std::string>>& minions) override {
+    SaveEventLoad(jid, load, &load_json, minions);
   }
 
   void SaveCacheLoad(const std::string& jid, const Value& load,
@@ -150,47 +150,10 @@ class JobCache final : public Store {
     Write("save_minions", [&] { MergeMinions(EnsureJob(jid), minions); });
   }
 
-  ReturnOutcome Returner(const Value& ret) override {
-    ReturnOutcome out;
-    const std::string* jid_in = ret.FindString("jid");
-    const std::string* minion = ret.FindString("id");
-    if (!ret.is_map() || jid_in == nullptr || minion == nullptr || minion->empty() ||
-        ret.Find("return") == nullptr) {
-      return out;
-    }
-    std::string jid = *jid_in;
-    if (jid == "req") {
-      const Value* nocache = ret.Find("nocache");
-      jid = PrepJid(nocache != nullptr && nocache->Truthy() ? Caching::kNoCache : Caching::kCache,
-                    std::nullopt);
-    }
-    out.jid = jid;
-    const std::string full_ret = ToJson(ret);
-    Write("returner", [&] {
-      JobState& job = EnsureJob(jid);
-      if (job.nocache) return;
-      const std::optional<ReturnId> id = backend_->InsertReturn(
-          Outcome(ret, {.job_id = job.id, .minion = *minion, .received = clock_->Now(), .full_ret = &full_ret}));
-      if (!id) {
-        ClassifyRepeat(job.id, *minion, ret, out);
-        return;
-      }
-      out.kind = ReturnOutcome::Kind::kStored;
-      out.id = *id;
-      batch_returns_[out.id] = {job.id, *minion};
-      if (job.load_kind == LoadKind::kNone) {
-        SaveStubLoad(job, jid, ret, *minion);
-      } else if (job.stub_minions) {
-        backend_->AddExpected(job.id, std::span(minion, 1));
-      }
-      if (!job.has_metadata) {
-        if (const Value* m = ret.Find("metadata"); m != nullptr && m->is_map()) {
-          backend_->SetMetadataIfNull(job.id, ToJson(*m));
-          job.has_metadata = true;
-        }
-      }
-    });
-    return out;
+  ReturnOutcome Returner(const Value& ret) override { return StoreReturn(ret, nullptr); }
+
+  ReturnOutcome Returner(const Value& ret, const std::string& ret_json) override {
+    return StoreReturn(ret, &ret_json);
   }
 
   std::optional<ReturnOutcome> FindSameReturn(const Value& ret) override {
@@ -375,6 +338,62 @@ class JobCache final : public Store {
   }
 
  private:
+  // Returner; `ret_json`: ToJson(ret) made by the caller, or nullptr.
+  ReturnOutcome StoreReturn(const Value& ret, const std::string* ret_json) {
+    ReturnOutcome out;
+    const std::string* jid_in = ret.FindString("jid");
+    const std::string* minion = ret.FindString("id");
+    if (!ret.is_map() || jid_in == nullptr || minion == nullptr || minion->empty() ||
+        ret.Find("return") == nullptr) {
+      return out;
+    }
+    std::string jid = *jid_in;
+    if (jid == "req") {
+      const Value* nocache = ret.Find("nocache");
+      jid = PrepJid(nocache != nullptr && nocache->Truthy() ? Caching::kNoCache : Caching::kCache,
+                    std::nullopt);
+    }
+    out.jid = jid;
+    const std::string encoded = ret_json != nullptr ? std::string() : ToJson(ret);
+    const std::string& full_ret = ret_json != nullptr ? *ret_json : encoded;
+    Write("returner", [&] {
+      JobState& job = EnsureJob(jid);
+      if (job.nocache) return;
+      const std::optional<ReturnId> id = backend_->InsertReturn(
+          Outcome(ret, {.job_id = job.id, .minion = *minion, .received = clock_->Now(), .full_ret = &full_ret}));
+      if (!id) {
+        ClassifyRepeat(job.id, *minion, ret, out);
+        return;
+      }
+      out.kind = ReturnOutcome::Kind::kStored;
+      out.id = *id;
+      batch_returns_[out.id] = {job.id, *minion};
+      if (job.load_kind == LoadKind::kNone) {
+        SaveStubLoad(job, jid, ret, *minion);
+      } else if (job.stub_minions) {
+        backend_->AddExpected(job.id, std::span(minion, 1));
+      }
+      if (!job.has_metadata) {
+        if (const Value* m = ret.Find("metadata"); m != nullptr && m->is_map()) {
+          backend_->SetMetadataIfNull(job.id, ToJson(*m));
+          job.has_metadata = true;
+        }
+      }
+    });
+    return out;
+  }
+
+  // SaveLoad; `load_json`: ToJson(load) made by the caller, or nullptr.
+  void SaveEventLoad(const std::string& jid, const Value& load, const std::string* load_json,
+                     const std::optional<std::vector<std::string>>& minions) {
+    if (!load.is_map()) throw StoreError("save_load: the load of " + jid + " is not a map");
+    Write("save_load", [&] {
+      JobState& job = EnsureJob(jid);
+      if (job.load_kind != LoadKind::kCachePublish) PutLoad(job, load, LoadKind::kPublish, load_json);
+      if (minions) MergeMinions(job, *minions);
+    });
+  }
+
   void CheckWritable(const char* what) const {
     if (read_only_) throw StoreError(std::string("cannot ") + what + ": the store is open read-only");
     if (failed_) {
@@ -456,9 +475,11 @@ class JobCache final : public Store {
     return h == 0 ? 1 : h;
   }
 
-  void PutLoad(JobState& job, const Value& load, LoadKind kind) {
+  // `load_json`: ToJson(load) when the caller made it, else nullptr.
+  void PutLoad(JobState& job, const Value& load, LoadKind kind, const std::string* load_json = nullptr) {
     const Value* metadata = LoadMetadata(load);
-    backend_->PutLoad(job.id, ToJson(load), load.FindString("fun"), kind,
+    const std::string encoded = load_json != nullptr ? std::string() : ToJson(load);
+    backend_->PutLoad(job.id, load_json != nullptr ? *load_json : encoded, load.FindString("fun"), kind,
                       metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
     job.load_kind = kind;
     if (metadata != nullptr) job.has_metadata = true;
@@ -517,7 +538,7 @@ class JobCache final : public Store {
       if (e.own_stamp) row.stamp = *own_stamp;
       if (IsCanonicalReturnTag(e.tag, jid, *row.ret_id)) row.tag.reset();
     } else {
-      row.data = ToJson(e.data);
+      row.data = e.data_json.empty() ? ToJson(e.data) : e.data_json;
     }
     return row;
   }

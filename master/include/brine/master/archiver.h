@@ -39,6 +39,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +47,7 @@
 
 #include "brine/master/frame_queue.h"
 #include "brine/master/logger.h"
+#include "brine/master/prepared_frame.h"
 #include "brine/store/store.h"
 
 namespace brine::master {
@@ -95,10 +97,19 @@ class Archiver {
   // `log` must outlive the Archiver.
   Archiver(ArchiverOptions options, Logger& log);
 
+  // What Ingest makes of `frame` before it touches the store: decoding, the
+  // tag, the filters and the JSON text the store keeps (prepared_frame.h).
+  // Reads nothing but the options, so any thread may call it while another
+  // ingests (brine-master's reader prepares, its writer files). Never throws
+  // for a frame's content: an unreadable frame gets a quarantine reason.
+  [[nodiscard]] std::unique_ptr<PreparedFrame> Prepare(const Frame& frame) const;
+
   // Files `frame` into `store`, which should have a batch open, and adds what
-  // happened to `counts`. Throws what the store throws (the caller replays
-  // the batch after reopening).
-  void Ingest(store::Store& store, const Frame& frame, Counters& counts);
+  // happened to `counts`. Uses frame.prepared when set and returns it (for
+  // FrameQueue::Recycle; the frame keeps its bytes, so a replay prepares it
+  // again), else prepares the frame itself and returns nullptr. Throws what
+  // the store throws (the caller replays the batch after reopening).
+  std::unique_ptr<PreparedFrame> Ingest(store::Store& store, Frame& frame, Counters& counts);
 
   // Quarantines `frame` with `reason`, counting it; of a frame over
   // max_frame_bytes only a prefix (QuarantinedBytes).
@@ -113,12 +124,16 @@ class Archiver {
  private:
   static constexpr std::chrono::seconds kQuarantineLogInterval{10};
 
+  // Ingest with the preparation at hand.
+  void File(store::Store& store, const Frame& frame, PreparedFrame& prepared, Counters& counts);
   // Applies one brine/cache/* frame; returns a reason when it is malformed.
   std::optional<std::string> ApplyCacheWrite(store::Store& store, const std::string& tag, const Value& data,
                                              Counters& counts);
   // Archives the event unless the filters keep it out; `payload_is_data`: the
   // return in `outcome` has exactly this payload (stored once, shared).
-  void ArchiveEvent(store::Store& store, std::string tag, Value data, Micros received,
+  // `prepared`: its tag, data and data_json go into the archive (and come
+  // back, to be freed where they were made).
+  void ArchiveEvent(store::Store& store, PreparedFrame& prepared, Micros received,
                     const std::optional<store::ReturnOutcome>& outcome, bool payload_is_data, Counters& counts);
   void CountReturn(const std::optional<store::ReturnOutcome>& outcome, const Value& data,
                    const std::string& minion, Counters& counts);

@@ -9,6 +9,14 @@
 // memory behind the disk's frames when the disk cannot take it), so a frame
 // larger than the whole capacity cannot wedge the pipeline.
 //
+// Bus frames may be prepared (decoded and encoded as JSON, prepared_frame.h)
+// by the reader before the writer takes them: with a `prepare` function the
+// queue calls it on the pushing thread, outside its lock, for each frame that
+// will wait in memory (one bound for the disk is written raw), and Refill
+// brings the disk's oldest frames back into memory prepared. A prepared frame
+// counts its decoded memory too (Frame::memory_bytes), so max_queue_mb bounds
+// what the frames hold, not only their bytes on the wire.
+//
 // The acknowledged lane holds the Salt plug-in's requests (cache_socket.h),
 // each a group of frames a caller is waiting on. It has a byte budget of its
 // own and never blocks: a request that does not fit is refused, and the
@@ -21,6 +29,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +37,7 @@
 
 #include "brine/core/time.h"
 #include "brine/master/overflow.h"
+#include "brine/master/prepared_frame.h"
 
 namespace brine::master {
 
@@ -43,6 +53,11 @@ struct Frame {
   enum class Source { kBus, kAcked, kSpool };
   Source source = Source::kBus;
   std::uint64_t ack_token = 0;  // the AckRequest it belongs to; 0: none
+  // What the reader made of it (prepared_frame.h); nullptr: not prepared.
+  // Never written to the disk overflow or a spool: those keep `bytes` only.
+  std::unique_ptr<PreparedFrame> prepared;
+  // The memory the frame holds in a queue: its bytes and its preparation.
+  [[nodiscard]] std::size_t memory_bytes() const { return bytes.size() + (prepared ? prepared->bytes : 0); }
 };
 
 // Frames a Salt process waits on: they are filed and committed together, then
@@ -58,15 +73,44 @@ struct AckRequest {
 
 class FrameQueue {
  public:
+  // Fills in frame.prepared; must not throw (a frame it cannot read gets
+  // PreparedFrame::quarantine).
+  using Prepare = std::function<void(Frame&)>;
+
   // Each lane holds up to `capacity_bytes` in memory; the bus lane goes on
-  // into `overflow` when one is given.
-  explicit FrameQueue(std::size_t capacity_bytes, std::unique_ptr<DiskOverflow> overflow = nullptr)
-      : capacity_bytes_(capacity_bytes), overflow_(std::move(overflow)) {}
+  // into `overflow` when one is given. With `prepare`, bus frames are
+  // prepared on the thread that pushes them (see above).
+  explicit FrameQueue(std::size_t capacity_bytes, std::unique_ptr<DiskOverflow> overflow = nullptr,
+                      Prepare prepare = nullptr)
+      : capacity_bytes_(capacity_bytes), overflow_(std::move(overflow)), prepare_(std::move(prepare)) {}
 
   // Adds `frame` to the bus lane, full or not (see HasRoom), unless the
   // queue is closed. Returns HasRoom() as it is afterwards: whether the reader
   // may read another frame.
   bool Push(Frame frame);
+
+  // With a `prepare` function, on the pushing thread only: frees what the
+  // writer recycled, and unless the queue is closed, when the memory
+  // lane is under half full and the disk holds frames, moves up to
+  // kRefillFrames of the oldest back into memory, prepared outside the lock
+  // (the writer takes nothing behind them meanwhile, so the order holds).
+  // Reads at most 1/kRefillExpansion of the free memory in raw bytes (at
+  // least one frame), since a prepared frame takes a few times its bytes;
+  // the memory lane can pass its capacity by what one refill's frames hold
+  // beyond that. Returns the frames moved. A disk that cannot be read gives
+  // what was read and one damaged frame, as the writer's read does.
+  std::size_t Refill();
+  // At most a millisecond or so of preparing per refill: the reader serves
+  // the acknowledged socket between them.
+  static constexpr std::size_t kRefillFrames = 128;
+
+  // The writer hands back the preparations it has filed, so that the thread
+  // that allocated them frees them (glibc's free of another thread's chunks
+  // locks that thread's arena and starves its malloc: measured, it cost more
+  // than the preparing saved). They count against the memory lane until
+  // Refill, on the pushing thread, frees them.
+  void Recycle(std::vector<std::unique_ptr<PreparedFrame>>& spent);
+  static constexpr std::size_t kRefillExpansion = 8;
 
   // True when the bus lane has room in memory or on disk: the reader may read
   // one more frame.
@@ -95,7 +139,7 @@ class FrameQueue {
   [[nodiscard]] bool ClosedAndEmpty();
   // Bus frames waiting, in memory and on disk.
   [[nodiscard]] std::size_t depth_frames();
-  // Their bytes in memory.
+  // The memory they hold (Frame::memory_bytes).
   [[nodiscard]] std::size_t depth_bytes();
   // Their bytes on disk (records, as overflow.h counts them).
   [[nodiscard]] std::size_t overflow_bytes();
@@ -108,7 +152,7 @@ class FrameQueue {
   std::size_t TakeAckedLocked(std::vector<AckRequest>& acked);
   bool HasRoomLocked() const;
   bool OverflowEmptyLocked() const { return !overflow_ || overflow_->empty(); }
-  std::size_t ReadOverflowLocked(std::size_t max_frames, std::vector<Frame>& out);
+  std::size_t ReadOverflowLocked(std::size_t max_frames, std::size_t max_bytes, std::vector<Frame>& out);
 
   const std::size_t capacity_bytes_;
   std::mutex mu_;
@@ -118,7 +162,13 @@ class FrameQueue {
   std::deque<Frame> frames_;
   std::unique_ptr<DiskOverflow> overflow_;
   std::deque<Frame> tail_;
-  std::size_t bytes_ = 0;
+  std::size_t bytes_ = 0;   // memory_bytes()
+  Prepare prepare_;
+  // Frames Refill took from the disk and is preparing: the writer waits for
+  // them rather than take what is behind them.
+  std::size_t refilling_ = 0;
+  std::vector<std::unique_ptr<PreparedFrame>> recycled_;
+  std::size_t recycled_bytes_ = 0;  // of recycled_, also counted in bytes_
   std::deque<AckRequest> acked_;
   std::size_t acked_bytes_ = 0;
   bool closed_ = false;

@@ -117,6 +117,9 @@ class Writer {
   std::unique_ptr<store::Store> store_;
   std::optional<store::Batch> batch_handle_;
   std::vector<Frame> batch_;
+  // Preparations of the frames filed since the last pop, handed back to the
+  // queue for the reader to free (FrameQueue::Recycle).
+  std::vector<std::unique_ptr<PreparedFrame>> spent_;
   std::size_t batch_bytes_ = 0;  // of batch_'s frames, from its first Ingest to its commit
   Counters batch_counts_;
   Counters totals_;

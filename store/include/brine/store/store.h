@@ -89,6 +89,10 @@ struct Event {
   std::string tag;
   Value data;        // a map
   Micros received;   // arrival time; the archive keeps arrival order
+  // ToJson(data) when the caller made it already (brine-master encodes on its
+  // reader thread, so the writer thread only runs SQL); empty: the store
+  // encodes `data`. Never anything but ToJson(data).
+  std::string data_json;
   // When set, `data` equals that stored return's payload except, when
   // `own_stamp` is true, for the value of `_stamp` at the same position. The
   // archive then keeps a reference instead of a second copy.
@@ -235,6 +239,10 @@ class Store {
   // from a return, the stub's minions are dropped first.
   virtual void SaveLoad(const std::string& jid, const Value& load,
                         const std::optional<std::vector<std::string>>& minions) = 0;
+  // The same with `load_json`, ToJson(load) made by the caller (e.g. on
+  // another thread), which the store keeps instead of encoding the load again.
+  virtual void SaveLoad(const std::string& jid, const Value& load, const std::string& load_json,
+                        const std::optional<std::vector<std::string>>& minions) = 0;
 
   // Salt's save_load as a master_job_cache receives it (the Salt returner
   // plug-in, spec 3.1 step 4 and 7.1 step 11), by the load's `cmd`:
@@ -258,6 +266,9 @@ class Store {
   // user) and that minion as expected. The whole load is kept as `full_ret`.
   // The job takes its metadata from its first return with a dict `metadata`.
   [[nodiscard]] virtual ReturnOutcome Returner(const Value& ret) = 0;
+  // The same with `ret_json`, ToJson(ret) made by the caller (e.g. on another
+  // thread), which the store keeps as `full_ret` instead of encoding `ret` again.
+  [[nodiscard]] virtual ReturnOutcome Returner(const Value& ret, const std::string& ret_json) = 0;
 
   // Whether `ret` (a return load as Returner takes it) is already stored for
   // its jid and minion with the same payload apart from `_stamp`: then a
