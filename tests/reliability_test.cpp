@@ -363,6 +363,10 @@ TEST_CASE(
   // Space comes back: no signal, no restart; it resumes and stores everything.
   fs::remove(filler);
   REQUIRE(WaitUntil([&] { return Counter(db, "received") == probes + kFrames; }, 120s));
+  // Every frame was republished too. The subscriber counts on its own thread,
+  // so the last ones may still be on their way when the commit is seen (the
+  // reader publishes each frame before the writer commits it).
+  REQUIRE(WaitUntil([&] { return pub.count() >= kFrames; }, 10s));
   REQUIRE(pub.count() == kFrames);
   const StreamRun s = StoredRun(db, "fill/");
   REQUIRE(s.count == kFrames);
