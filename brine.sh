@@ -73,7 +73,15 @@ build() {
 run_ctest() {
   local dir="$1"
   shift
-  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@"
+  if ctest --test-dir "$dir" --output-on-failure -j "$jobs" "$@"; then return 0; fi
+  # Again at the very end, where a clipped CI log still shows them: each
+  # failed assertion with its expansion and messages.
+  local last="$dir/Testing/Temporary/LastTest.log"
+  if [ -f "$last" ]; then
+    log "the failed assertions (all output in $last):"
+    grep -a -A 16 ': FAILED:$' "$last" | tail -n 150 || true
+  fi
+  return 1
 }
 
 test_all() {
