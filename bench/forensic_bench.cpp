@@ -125,8 +125,8 @@ int main(int argc, char** argv) {
   const Params params = {
       {":since_us", One(meta, "SELECT id FROM event ORDER BY id DESC LIMIT 1 OFFSET " + std::to_string(events / 240))},
       {":since", since},
-      {":recv_since", One(meta, "SELECT recv_time FROM ret ORDER BY recv_time DESC LIMIT 1 OFFSET " +
-                                    std::to_string(returns / 240))},
+      {":recv_since", One(meta, "SELECT strftime('%Y-%m-%d %H:%M:%f', recv_us / 1000000.0, 'unixepoch') FROM ret "
+                                "ORDER BY recv_us DESC LIMIT 1 OFFSET " + std::to_string(returns / 240))},
       {":jid_since", One(meta, "SELECT strftime('%Y%m%d%H%M%S', '" + since + "')")},
       // The job with the most returns (query_bench's 10,000-minion cmd.run).
       {":jid", One(meta, "SELECT j.jid FROM job AS j WHERE j.jid >= strftime('%Y%m%d', '" + newest +
