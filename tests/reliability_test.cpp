@@ -235,9 +235,16 @@ void KillNineDuringIngest(const std::string& sync) {
     const std::int64_t queue_frames = 2 * (kQueueBytes / static_cast<std::int64_t>(sender.Frame(0).size()) + 2);
     const std::int64_t bound = queue_frames + kBatch;
     if (run == kKills) {
-      // The last run ends gracefully: every frame sent is stored.
+      // The last run ends gracefully: every frame sent is stored. SIGTERM
+      // goes once the master has read them all (the last one is on PUB), so
+      // what is checked is the stop's promise, whatever this machine's
+      // speed: what was read is committed. Stopping the sender at once
+      // instead raced its 10 s linger and the 10 s stop window against a
+      // full-sync writer on a loaded machine: an ASan run, two at once,
+      // stored 20,014 of the 20,160 frames its sender counted.
       std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(300, 1000)(rng)));
-      sender.Stop(10000ms);
+      sender.Stop(120000ms);
+      REQUIRE(WaitUntil([&] { return pub.max_seq() + 1 == sender.sent(); }, 120s));
       REQUIRE(m.Stop() == 0);
       pub.Stop();
       // A stop that ran out of time saved the rest of its overflow file: the
