@@ -2,12 +2,15 @@
 // as processes on real sockets.
 #include <signal.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <regex>
 #include <thread>
 
 #include "brine/core/json.h"
 #include "support/master_process.h"
+#include "support/temp_dir.h"
 
 using brine::test::Binary;
 using brine::test::Child;
@@ -68,6 +71,32 @@ TEST_CASE("events: event.send without a master fails with exit 1 and one line", 
   REQUIRE(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   // A data argument that is not a dict is a usage error.
   REQUIRE(Run(BrineRun(m, {"event.send", "my/tag", "[1, 2]"})).exit_code == 2);
+}
+
+TEST_CASE("events: brine-run loads ZeroMQ only when a function uses the bus, and says so when it cannot",
+          "[runner][e2e]") {
+  MasterProcess m;
+  m.Start();
+  Send(m, "my/custom/event", R"({"n": 1})");
+  REQUIRE(m.Stop() == 0);
+  // A libzmq.so.5 that is no library, found first: a binary linked with
+  // libzmq would not start at all (exit 127).
+  brine::test::TempDir lib;
+  std::ofstream(lib / "libzmq.so.5") << "not a library\n";
+  auto with_bad_libzmq = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = BrineRun(m, std::move(args));
+    argv.insert(argv.begin(), {"/usr/bin/env", "LD_LIBRARY_PATH=" + lib.path().string()});
+    return Run(argv);
+  };
+  const auto listed = with_bad_libzmq({"jobs.list_jobs", "--out", "json"});
+  INFO(listed.err);
+  REQUIRE(listed.exit_code == 0);
+  REQUIRE(listed.out == "{}\n");
+  const auto sent = with_bad_libzmq({"event.send", "my/tag"});
+  REQUIRE(sent.exit_code == 1);
+  REQUIRE(sent.err.find("brine-run: ") == 0);
+  REQUIRE(sent.err.find("cannot load libzmq.so.5 (ZeroMQ)") != std::string::npos);
+  REQUIRE(std::count(sent.err.begin(), sent.err.end(), '\n') == 1);
 }
 
 TEST_CASE("events: state.event prints exactly the matching events in Salt's format", "[runner][e2e]") {
