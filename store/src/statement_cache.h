@@ -4,8 +4,10 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include <algorithm>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 namespace brine::store::detail {
 
@@ -22,21 +24,32 @@ class StatementCache {
       slot->reset();
       slot->clearBindings();
     }
+    used_.push_back(slot.get());
+    if (used_.size() > 2 * statements_.size() + 16) {
+      // A caller that never resets (reads only) keeps the list this short.
+      std::sort(used_.begin(), used_.end());
+      used_.erase(std::unique(used_.begin(), used_.end()), used_.end());
+    }
     return *slot;
   }
 
   // Resets every statement, so none keeps a read snapshot or a lock open.
+  // Only those handed out since the last call can have stepped: the writer
+  // calls this after every write call, and walking all of them (some forty)
+  // each time was 2.5 % of brine-master's instructions.
   void ResetAll() noexcept {
-    for (auto& [sql, stmt] : statements_) {
+    for (SQLite::Statement* stmt : used_) {
       try {
         stmt->reset();
       } catch (...) {
       }
     }
+    used_.clear();
   }
 
  private:
   std::unordered_map<const char*, std::unique_ptr<SQLite::Statement>> statements_;
+  std::vector<SQLite::Statement*> used_;  // handed out since the last ResetAll
 };
 
 }  // namespace brine::store::detail
