@@ -601,6 +601,57 @@ TEST_CASE("store: archived return events share the return's payload", "[store]")
           (f.sqlite() ? "2024-01-01 12:00:00.000\n" : "2024-01-01 12:00:00+00\n"));
 }
 
+TEST_CASE("store: a batch's archived events keep their order, show to reads and to a replaced return inside the "
+          "batch, and go with a rollback",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  auto archived = [&] {
+    std::vector<std::string> got;
+    s->ForEachEvent(std::nullopt, std::nullopt, [&](brine::store::ArchivedEvent&& e) { got.push_back(e.tag); });
+    return got;
+  };
+  // One call per event, as brine-master files them; 100 is more than one
+  // statement's worth where the backend inserts several at once.
+  std::vector<std::string> want;
+  auto archive = [&](int n) {
+    want.clear();
+    for (int i = 0; i < n; ++i) {
+      want.push_back("t/" + std::to_string(i));
+      std::vector<Event> one{{.tag = want.back(), .data = J(R"({"i":1})"), .received = kT0}};
+      s->EventReturn(one);
+    }
+  };
+  {
+    auto batch = s->BeginBatch();
+    archive(100);
+    REQUIRE(archived() == want);  // a read inside the batch sees every one, in order
+  }  // not committed: rolled back
+  REQUIRE(archived().empty());
+
+  const std::string jid = "20240101120000000009";
+  const Value whole = Ret(jid, "m1", Value::Map({{"big", std::string(100, 'x')}}));
+  const Value trimmed = Ret(jid, "m1", Value::Map({{"big", "VALUE_TRIMMED"}}));
+  {
+    auto batch = s->BeginBatch();
+    archive(100);
+    // An event sharing a trimmed return's payload, then the whole return,
+    // all in the batch: the event keeps what was sent.
+    const auto first = s->Returner(trimmed);
+    REQUIRE(first.kind == ReturnOutcome::Kind::kStored);
+    std::vector<Event> shared{{.tag = "salt/job/" + jid + "/ret/m1", .data = trimmed, .received = kT0,
+                               .same_as_return = first.id}};
+    s->EventReturn(shared);
+    REQUIRE(s->Returner(whole).kind == ReturnOutcome::Kind::kCompleted);
+    batch.Commit();
+  }
+  want.push_back("salt/job/" + jid + "/ret/m1");
+  REQUIRE(archived() == want);
+  REQUIRE(f.Q("SELECT " + f.JsonEq("data", ToJson(trimmed)) + " FROM salt_events WHERE tag LIKE 'salt/job/%'") ==
+          "1\n");
+  REQUIRE(f.Q("SELECT count(DISTINCT id) FROM event") == "101\n");
+}
+
 TEST_CASE("store: a return Salt trimmed for its bus gives way to the whole one, and is no duplicate",
           "[store]") {
   Fixture f;

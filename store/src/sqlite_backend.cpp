@@ -36,6 +36,8 @@ using detail::RethrowAsStoreError;
 // otherwise grow it for ever (+82 MB per 600k names); past the bound it
 // starts again, and a name not cached costs one indexed lookup.
 constexpr std::size_t kMaxCachedMinions = 100000;
+// Archived events a statement inserts at once (FlushEvents).
+constexpr std::size_t kEventsPerInsert = 32;
 
 // --- SQL functions used by GetJids (registered on our connections only) -----
 
@@ -258,11 +260,13 @@ class SqliteBackend final : public Backend {
   }
 
   void Commit() override {
+    FlushEvents();
     ResetStatements();
     db_->exec("COMMIT");
   }
 
   void Rollback() noexcept override {
+    pending_events_.clear();
     ResetStatements();
     try {
       if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");
@@ -398,6 +402,7 @@ class SqliteBackend final : public Backend {
   }
 
   void ReplaceReturn(ReturnId id, const ReturnRow& row) override {
+    FlushEvents();
     // Archived events that share the trimmed payload keep it as their own.
     SQLite::Statement keep(*db_, std::string(kDetachEvents) +
                                      " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
@@ -430,18 +435,9 @@ class SqliteBackend final : public Backend {
     for (const EventRow& e : events) {
       // The id is the arrival time, made strictly increasing.
       last_event_id_ = std::max(ToUnixMicros(e.received), last_event_id_ + 1);
-      auto& q = Stmt(
-          "INSERT INTO event (id, master_id, job_id, tag, data, ret_id, stamp)"
-          " VALUES (?, ?, ?, ?, ?, ?, ?)");
-      q.bind(1, last_event_id_);
-      q.bind(2, master_row_);
-      BindOptionalInt(q, 3, e.job_id);
-      BindOptionalText(q, 4, e.tag);
-      BindOptionalText(q, 5, e.data);
-      BindOptionalInt(q, 6, e.ret_id);
-      BindOptionalText(q, 7, e.stamp);
-      q.exec();
+      pending_events_.emplace_back(last_event_id_, e);
     }
+    if (pending_events_.size() >= 2 * kEventsPerInsert) FlushEvents();
   }
 
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
@@ -461,6 +457,7 @@ class SqliteBackend final : public Backend {
   }
 
   CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override {
+    FlushEvents();
     CleanResult result;
     std::int64_t budget = max_rows;
     // With rules by class, each row's class is the first glob that matches
@@ -503,6 +500,7 @@ class SqliteBackend final : public Backend {
   }
 
   CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override {
+    FlushEvents();
     CleanResult result;
     std::int64_t budget = max_rows;
     constexpr std::int64_t kRowsPerStep = 500;
@@ -994,6 +992,7 @@ class SqliteBackend final : public Backend {
   template <class F>
   auto Read(const char* what, F&& f) -> decltype(f()) {
     return Guard(what, Op::kRead, [&]() -> decltype(f()) {
+      FlushEvents();  // a read inside a batch sees its events
       auto result = f();
       ResetStatements();
       return result;
@@ -1001,6 +1000,41 @@ class SqliteBackend final : public Backend {
   }
 
   void ResetStatements() noexcept { statements_.ResetAll(); }
+
+  // The archive's rows wait in pending_events_ (AppendEvents) and go in
+  // kEventsPerInsert to a statement: a statement per event cost a VDBE start
+  // each. Everything that reads or changes the event table flushes first:
+  // Commit, Read, ReplaceReturn, CleanOldJobs, PruneOldest; Rollback drops them.
+  void FlushEvents() {
+    static const std::string many = [] {
+      std::string sql = "INSERT INTO event (id, master_id, job_id, tag, data, ret_id, stamp) VALUES ";
+      for (std::size_t i = 0; i < kEventsPerInsert; ++i) sql += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
+      return sql;
+    }();
+    std::size_t i = 0;
+    for (; pending_events_.size() - i >= kEventsPerInsert; i += kEventsPerInsert) {
+      auto& q = Stmt(many.c_str());
+      for (std::size_t k = 0; k < kEventsPerInsert; ++k) BindEvent(q, static_cast<int>(7 * k), pending_events_[i + k]);
+      q.exec();
+    }
+    for (; i < pending_events_.size(); ++i) {
+      auto& q = Stmt("INSERT INTO event (id, master_id, job_id, tag, data, ret_id, stamp) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      BindEvent(q, 0, pending_events_[i]);
+      q.exec();
+    }
+    pending_events_.clear();
+  }
+
+  void BindEvent(SQLite::Statement& q, int base, const std::pair<std::int64_t, EventRow>& event) {
+    const EventRow& e = event.second;
+    q.bind(base + 1, event.first);
+    q.bind(base + 2, master_row_);
+    BindOptionalInt(q, base + 3, e.job_id);
+    BindOptionalText(q, base + 4, e.tag);
+    BindOptionalText(q, base + 5, e.data);
+    BindOptionalInt(q, base + 6, e.ret_id);
+    BindOptionalText(q, base + 7, e.stamp);
+  }
 
   std::int64_t PragmaInt(const std::string& pragma) {
     SQLite::Statement q(*db_, pragma);
@@ -1187,6 +1221,7 @@ class SqliteBackend final : public Backend {
   detail::StatementCache statements_;  // after db_: destroyed first
   std::int64_t master_row_ = 0;
   std::int64_t last_event_id_ = 0;
+  std::vector<std::pair<std::int64_t, EventRow>> pending_events_;  // (id, row), FlushEvents
   std::int64_t last_quarantine_id_ = 0;
   // Minion rows this connection wrote or read; dropped on rollback.
   // Looked up by string_view without making a string (a name is rarely
