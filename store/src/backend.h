@@ -138,8 +138,9 @@ class Backend {
   virtual void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) = 0;
   // (job, minion) of a stored return; nullopt when there is none.
   virtual std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) = 0;
-  // Archives events in order.
-  virtual void AppendEvents(std::span<const EventRow> events) = 0;
+  // Archives events in order. Both backends keep the rows until their
+  // statement goes, so they take them over instead of copying each payload.
+  virtual void AppendEvents(std::vector<EventRow>&& events) = 0;
   virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
   virtual void SetEndtime(std::int64_t job, const std::string& endtime) = 0;
   // Store::ApplyRetention.

@@ -189,7 +189,7 @@ class JobCache final : public Store {
       std::vector<EventRow> rows;
       rows.reserve(events.size());
       for (const Event& e : events) rows.push_back(ArchiveRow(e));
-      backend_->AppendEvents(rows);
+      backend_->AppendEvents(std::move(rows));
     });
   }
 

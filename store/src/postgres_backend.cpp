@@ -15,6 +15,7 @@
 // earlier in it therefore costs one round trip.
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <unordered_map>
 #include <unordered_set>
@@ -458,8 +459,9 @@ class PostgresBackend final : public Backend {
     return std::pair<std::int64_t, std::string>{r.integer(0, 0), std::string(r.text(0, 1))};
   }
 
-  void AppendEvents(std::span<const EventRow> events) override {
-    pending_events_.insert(pending_events_.end(), events.begin(), events.end());
+  void AppendEvents(std::vector<EventRow>&& events) override {
+    pending_events_.insert(pending_events_.end(), std::make_move_iterator(events.begin()),
+                           std::make_move_iterator(events.end()));
     if (pending_events_.size() >= kEventsPerInsert) Send(std::nullopt);
   }
 

@@ -431,11 +431,11 @@ class SqliteBackend final : public Backend {
     return owner;
   }
 
-  void AppendEvents(std::span<const EventRow> events) override {
-    for (const EventRow& e : events) {
+  void AppendEvents(std::vector<EventRow>&& events) override {
+    for (EventRow& e : events) {
       // The id is the arrival time, made strictly increasing.
       last_event_id_ = std::max(ToUnixMicros(e.received), last_event_id_ + 1);
-      pending_events_.emplace_back(last_event_id_, e);
+      pending_events_.emplace_back(last_event_id_, std::move(e));
     }
     if (pending_events_.size() >= 2 * kEventsPerInsert) FlushEvents();
   }
