@@ -1490,6 +1490,16 @@ TEST_CASE("jid: JidToTime formats the spec's examples", "[core]") {
   }
 }
 
+TEST_CASE("jid: AppendJidTime appends JidToTime's text and leaves the text alone on an error", "[core]") {
+  std::string out = "at ";
+  brine::AppendJidTime("20130916125524463507", out);
+  CHECK(out == "at 2013, Sep 16 12:55:24.463507");
+  brine::AppendJidTime("12345", out);  // the length rule's ""
+  CHECK(out == "at 2013, Sep 16 12:55:24.463507");
+  CHECK_THROWS_AS(brine::AppendJidTime("20241301120000123456", out), brine::JidError);
+  CHECK(out == "at 2013, Sep 16 12:55:24.463507");
+}
+
 TEST_CASE("jid: JidToTime keeps Salt's month quirks and errors", "[core]") {
   // Month 00: empty name, two spaces.
   CHECK(brine::JidToTime("20240001120000123456") == "2024,  01 12:00:00.123456");

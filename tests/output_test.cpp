@@ -383,6 +383,19 @@ TEST_CASE("output: bytes that are not UTF-8 pass through nested and sort as surr
   CHECK(Render("raw", data, {}) == "{'\\ue000': 3, '\\udcff': 'v\\udcfe', '\xc3\xa9': 1}\n");  // U+E000 is not printable
 }
 
+TEST_CASE("output: keys that first differ in an ASCII byte sort by it, whatever bytes come before", "[output]") {
+  // "\xe2\x82" is a cut sequence, U+DCE2 U+DC82 to Python, in each key; the
+  // euro sign (U+20AC) sorts before it though its third byte is above 'a'.
+  const Value data = Value::Map({{"\xe2\x82" "b", Value(2)}, {"\xe2\x82\xac", Value(3)}, {"\xe2\x82" "a", Value(1)}});
+  CHECK(Render("nested", data, {}) == "\xe2\x82\xac:\n    3\n\xe2\x82" "a:\n    1\n\xe2\x82" "b:\n    2\n");
+  std::ostringstream out;
+  brine::output::MapStream stream("json", OutputOptions{}, out);
+  stream.Add("\xe2\x82\xac", 3);
+  stream.Add("\xe2\x82" "a", 1);
+  stream.Add("\xe2\x82" "b", 2);
+  REQUIRE_THROWS_AS(stream.Add("\xe2\x82" "a", 4), std::logic_error);
+}
+
 // --- json --------------------------------------------------------------------
 
 TEST_CASE("output: json prints the spec's jobs.list_job example", "[output][golden]") {
@@ -784,6 +797,34 @@ TEST_CASE("output: MapStream writes exactly what Render prints for the whole map
         REQUIRE(out.str() == Render(outputter, map, Indent(indent)));
       }
     }
+  }
+}
+
+TEST_CASE("output: MapStream's json objects name each member right, in any order and however many names", "[output]") {
+  // AddJsonObject keeps the names it has written (a listing repeats a few):
+  // the same names in another order, a name that needs escaping, and more
+  // names than it keeps must each still come out as Render writes them.
+  ValueMap entries;
+  entries.emplace_back("e1", Value::Map({{"a", Value(1)}, {"b", Value(2)}}));
+  entries.emplace_back("e2", Value::Map({{"b", Value(3)}, {"a", Value(4)}}));
+  entries.emplace_back("e3", Value::Map({{"c\"q\xc3\xa9", Value(5)}, {"a", Value(6)}}));
+  ValueMap many;
+  for (int i = 0; i < 40; ++i) many.emplace_back("n" + std::to_string(i), Value(i));
+  entries.emplace_back("e4", Value(many));
+  entries.emplace_back("e5", Value::Map({{"n39", Value(7)}, {"b", Value(8)}, {"c\"q\xc3\xa9", Value(9)}}));
+  const Value map(std::move(entries));
+  for (const std::optional<int> indent : {std::optional<int>(), std::optional<int>(-1)}) {
+    std::ostringstream out;
+    brine::output::MapStream stream("json", Indent(indent), out);
+    for (const auto& [k, v] : map.as_map()) {
+      std::vector<std::string> texts;
+      for (const auto& member : v.as_map()) texts.push_back(ToJson(member.second));
+      std::vector<brine::output::MapStream::JsonMember> members;
+      for (std::size_t i = 0; i < texts.size(); ++i) members.push_back({v.as_map()[i].first, texts[i]});
+      stream.AddJsonObject(k, members);
+    }
+    stream.Finish();
+    CHECK(out.str() == Render("json", map, Indent(indent)));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "brine/core/jid.h"
 
 #include <array>
+#include <algorithm>
 #include <cctype>
 
 namespace brine {
@@ -40,7 +41,7 @@ bool LengthRule(std::string_view jid) {
   return jid.size() == 20 || (jid.size() > 21 && jid[20] == '_');
 }
 
-constexpr std::array<const char*, 13> kMonths = {"",    "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+constexpr std::array<std::string_view, 13> kMonths = {"",    "Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                  "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 }  // namespace
@@ -75,7 +76,13 @@ bool IsJid(std::string_view jid) {
 }
 
 std::string JidToTime(std::string_view jid) {
-  if (!LengthRule(jid)) return "";
+  std::string out;
+  AppendJidTime(jid, out);
+  return out;
+}
+
+void AppendJidTime(std::string_view jid, std::string& out) {
+  if (!LengthRule(jid)) return;
   const std::string_view month_text = jid.substr(4, 2);
   long long month = 0;
   if (!PythonIntParses(month_text, &month)) {
@@ -83,14 +90,25 @@ std::string JidToTime(std::string_view jid) {
   }
   // Python indexes its month list with the int, so -1..-12 count from the end.
   if (month > 12 || month < -13) throw JidError("list index out of range");
-  const char* name = kMonths[static_cast<std::size_t>(month < 0 ? month + 13 : month)];
-  std::string out;
-  out.reserve(28);
-  out.append(jid.substr(0, 4)).append(", ").append(name).append(" ");
-  out.append(jid.substr(6, 2)).append(" ").append(jid.substr(8, 2)).append(":");
-  out.append(jid.substr(10, 2)).append(":").append(jid.substr(12, 2)).append(".");
-  out.append(jid.substr(14, 6));
-  return out;
+  const std::string_view name = kMonths[static_cast<std::size_t>(month < 0 ? month + 13 : month)];
+  // "YYYY, Mon DD hh:mm:ss.uuuuuu" put together in place: one append.
+  char buf[32];
+  char* p = buf;
+  const auto put = [&p](std::string_view s) { p = std::copy(s.begin(), s.end(), p); };
+  put(jid.substr(0, 4));
+  put(", ");
+  put(name);
+  put(" ");
+  put(jid.substr(6, 2));
+  put(" ");
+  put(jid.substr(8, 2));
+  put(":");
+  put(jid.substr(10, 2));
+  put(":");
+  put(jid.substr(12, 2));
+  put(".");
+  put(jid.substr(14, 6));
+  out.append(buf, static_cast<std::size_t>(p - buf));
 }
 
 std::optional<Micros> JidToMicros(std::string_view jid) {

@@ -571,7 +571,10 @@ class Parser {
     ForEachMember([&](std::string_view key) {
       const std::size_t start = pos_;
       SkipValue(1);
-      const auto it = std::find(keys.begin(), keys.end(), key);
+      // Sizes and first bytes first: most keys of a load are not asked for.
+      const auto it = std::find_if(keys.begin(), keys.end(), [key](std::string_view k) {
+        return k.size() == key.size() && (k.empty() || k[0] == key[0]) && k == key;
+      });
       if (it == keys.end()) return;
       std::string_view& value = values[static_cast<std::size_t>(it - keys.begin())];
       if (value.empty()) value = s_.substr(start, pos_ - start);

@@ -128,8 +128,7 @@ void MapStream::AddJsonObject(std::string key, std::span<const JsonMember> membe
         scratch_.append(static_cast<std::size_t>(indent) * 2, ' ');
       }
       first = false;
-      WriteJsonString(m.name, style, scratch_);
-      scratch_ += ": ";
+      AppendMemberHead(m.name, style, scratch_);
       WriteJsonText(m.json, style, 2, scratch_);
     }
     if (indent >= 0) {
@@ -139,6 +138,29 @@ void MapStream::AddJsonObject(std::string key, std::span<const JsonMember> membe
   }
   scratch_ += '}';
   Write(scratch_);
+}
+
+void MapStream::AppendMemberHead(std::string_view name, const JsonStyle& style, std::string& text) {
+  // Members come in the same order entry after entry: the one after the
+  // last found is tried first.
+  const std::size_t n = member_heads_.size();
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::size_t i = (next_head_ + k) % n;
+    if (member_heads_[i].first == name) {
+      text += member_heads_[i].second;
+      next_head_ = i + 1;
+      return;
+    }
+  }
+  const std::size_t at = text.size();
+  WriteJsonString(name, style, text);
+  text += ": ";
+  // The style is the stream's own, the same for every call. Past a few
+  // names (a caller with many) the rest are encoded each time.
+  if (n < kMemberHeads) {
+    member_heads_.emplace_back(name, text.substr(at));
+    next_head_ = n + 1;
+  }
 }
 
 void MapStream::Add(std::string key, Value value) {

@@ -287,6 +287,15 @@ std::optional<double> ParseFloat(std::string_view bytes) {
 }
 
 bool CodePointLess(std::string_view a, std::string_view b) {
+  // Where the first bytes that differ are both ASCII, the bytes before them
+  // are the same and decode alike (no sequence can run on into an ASCII
+  // byte), so those two bytes decide: the sorted keys of a listing (jids,
+  // minion ids) are settled here without a pass over either string.
+  const auto [at_a, at_b] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  if (at_a != a.end() && at_b != b.end() && static_cast<unsigned char>(*at_a) < 0x80 &&
+      static_cast<unsigned char>(*at_b) < 0x80) {
+    return *at_a < *at_b;
+  }
   // UTF-8 byte order is code point order; only bytes that are not valid UTF-8
   // (U+DC80.. in Python's view) need decoding to compare as Python does.
   if (IsValidUtf8(a) && IsValidUtf8(b)) return a < b;

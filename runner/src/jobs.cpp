@@ -20,19 +20,25 @@ constexpr const char* kNoJob = "Cannot contact returner or no job with this jid"
 
 // Salt's StartTime for a jid. A jid whose month Salt's jid_to_time would
 // choke on shows "" here rather than failing a whole listing.
-std::string StartTime(const std::string& jid) {
+void AppendStartTime(std::string_view jid, std::string& out) {
   try {
-    return JidToTime(jid);
+    AppendJidTime(jid, out);
   } catch (const JidError&) {
-    return "";
+    // out is unchanged: ""
   }
+}
+
+std::string StartTime(std::string_view jid) {
+  std::string out;
+  AppendStartTime(jid, out);
+  return out;
 }
 
 // The fields both of Salt's job formatters start with: each shows a load key,
 // or Salt's default when the load has none. Arguments is always a list: the
 // load's `arg` when it is one, [] when absent or null, else [arg].
 struct JobField {
-  const char* name;
+  std::string_view name;
   std::string_view key;
   const char* fallback;  // nullptr: Arguments' rule
 };
@@ -138,6 +144,7 @@ void ListJobs(Context& ctx, store::JobFilter filter, const Value& outputter) {
   const bool endtime = StoreEndtime(ctx);
   const auto stream = ctx.OpenMapStream(outputter);
   std::string scratch;
+  std::string time_text;
   std::string start_time;
   std::string end_time;
   std::vector<output::MapStream::JsonMember> members;
@@ -145,8 +152,10 @@ void ListJobs(Context& ctx, store::JobFilter filter, const Value& outputter) {
     members.clear();
     JobFieldsJson(job.load_json, scratch, members);
     if (job.metadata_json) members.push_back({"Metadata", *job.metadata_json});
+    time_text.clear();
+    AppendStartTime(job.jid, time_text);
     start_time.clear();
-    WriteJsonString(StartTime(job.jid), JsonStyle::Storage(), start_time);
+    WriteJsonString(time_text, JsonStyle::Storage(), start_time);
     members.push_back({"StartTime", start_time});
     if (endtime && job.endtime && !job.endtime->empty()) {
       end_time.clear();

@@ -55,6 +55,9 @@ class JidGenerator {
 // `00` gives an empty month name (Salt's quirk, kept). Throws JidError where
 // Salt raises: a month Python's int() rejects, or one above 12.
 [[nodiscard]] std::string JidToTime(std::string_view jid);
+// JidToTime's text appended to `out` (nothing on the length rule's ""); on
+// JidError `out` is unchanged. For listings that write 100k of them.
+void AppendJidTime(std::string_view jid, std::string& out);
 
 // The instant a well-formed jid names (its 20 leading digits as a UTC time);
 // nullopt for anything else (`req`, local names, bad dates).

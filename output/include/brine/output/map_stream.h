@@ -8,9 +8,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "brine/core/value.h"
 #include "brine/output/outputters.h"
+
+namespace brine {
+struct JsonStyle;
+}
 
 namespace brine::output {
 
@@ -57,6 +63,8 @@ class MapStream {
   void CheckOrder(const std::string& key);
   // The start of an entry in json: the separator, the indent and the key.
   void JsonEntryHead(const std::string& key, std::string& text) const;
+  // Appends `"name": ` for a member of AddJsonObject, encoded once per name.
+  void AppendMemberHead(std::string_view name, const JsonStyle& style, std::string& text);
   void Flush();
   // Below glibc's mmap threshold (128 KiB), so the buffer is one heap block
   // reused for the whole listing: at 1 MiB it grew through fresh mmaps whose
@@ -73,6 +81,10 @@ class MapStream {
   bool wrote_ = false;     // something other than whitespace was written
   ValueMap buffered_;      // kBuffered: the whole map
   std::string scratch_;    // one entry's text, reused
+  // AppendMemberHead's texts by name: a listing repeats the same few names.
+  std::vector<std::pair<std::string, std::string>> member_heads_;
+  std::size_t next_head_ = 0;  // where the next lookup starts
+  static constexpr std::size_t kMemberHeads = 16;
   std::string pending_;    // text not yet handed to out_
 };
 
