@@ -180,7 +180,15 @@ std::vector<std::string> SplitLines(std::string_view bytes, bool keepends) {
 
 std::string Strip(std::string_view bytes) { return StripImpl(bytes, true, true); }
 std::string RStrip(std::string_view bytes) { return StripImpl(bytes, false, true); }
-std::size_t RStripLength(std::string_view bytes) { return StripView(bytes, false, true).size(); }
+std::size_t RStripLength(std::string_view bytes) {
+  // An ASCII last byte that is not a space ends the text as it is: the '}'
+  // of each entry a listing streams.
+  if (!bytes.empty()) {
+    const auto last = static_cast<unsigned char>(bytes.back());
+    if (last < 0x80 && !IsSpace(last)) return bytes.size();
+  }
+  return StripView(bytes, false, true).size();
+}
 std::string LStrip(std::string_view bytes) { return StripImpl(bytes, true, false); }
 
 std::string StrRepr(std::string_view bytes) {
