@@ -735,6 +735,21 @@ std::string Streamed(std::string_view outputter, const Value& map, const OutputO
   return out.str();
 }
 
+// The same, each value (an object) given as its members' JSON texts.
+std::string StreamedObjects(std::string_view outputter, const Value& map, const OutputOptions& options) {
+  std::ostringstream out;
+  brine::output::MapStream stream(outputter, options, out);
+  for (const auto& [k, v] : map.as_map()) {
+    std::vector<std::string> texts;
+    for (const auto& member : v.as_map()) texts.push_back(ToJson(member.second));
+    std::vector<brine::output::MapStream::JsonMember> members;
+    for (std::size_t i = 0; i < texts.size(); ++i) members.push_back({v.as_map()[i].first, texts[i]});
+    stream.AddJsonObject(k, members);
+  }
+  stream.Finish();
+  return out.str();
+}
+
 }  // namespace
 
 TEST_CASE("output: MapStream writes exactly what Render prints for the whole map", "[output]") {
@@ -784,17 +799,7 @@ TEST_CASE("output: MapStream writes exactly what Render prints for the whole map
     if (!objects) continue;
     for (const char* outputter : {"json", "nested", "yaml"}) {
       for (const std::optional<int> indent : {std::optional<int>(), std::optional<int>(0), std::optional<int>(-1)}) {
-        std::ostringstream out;
-        brine::output::MapStream stream(outputter, Indent(indent), out);
-        for (const auto& [k, v] : map.as_map()) {
-          std::vector<std::string> texts;
-          for (const auto& member : v.as_map()) texts.push_back(ToJson(member.second));
-          std::vector<brine::output::MapStream::JsonMember> members;
-          for (std::size_t i = 0; i < texts.size(); ++i) members.push_back({v.as_map()[i].first, texts[i]});
-          stream.AddJsonObject(k, members);
-        }
-        stream.Finish();
-        REQUIRE(out.str() == Render(outputter, map, Indent(indent)));
+        REQUIRE(StreamedObjects(outputter, map, Indent(indent)) == Render(outputter, map, Indent(indent)));
       }
     }
   }
@@ -814,17 +819,7 @@ TEST_CASE("output: MapStream's json objects name each member right, in any order
   entries.emplace_back("e5", Value::Map({{"n39", Value(7)}, {"b", Value(8)}, {"c\"q\xc3\xa9", Value(9)}}));
   const Value map(std::move(entries));
   for (const std::optional<int> indent : {std::optional<int>(), std::optional<int>(-1)}) {
-    std::ostringstream out;
-    brine::output::MapStream stream("json", Indent(indent), out);
-    for (const auto& [k, v] : map.as_map()) {
-      std::vector<std::string> texts;
-      for (const auto& member : v.as_map()) texts.push_back(ToJson(member.second));
-      std::vector<brine::output::MapStream::JsonMember> members;
-      for (std::size_t i = 0; i < texts.size(); ++i) members.push_back({v.as_map()[i].first, texts[i]});
-      stream.AddJsonObject(k, members);
-    }
-    stream.Finish();
-    CHECK(out.str() == Render("json", map, Indent(indent)));
+    CHECK(StreamedObjects("json", map, Indent(indent)) == Render("json", map, Indent(indent)));
   }
 }
 

@@ -1,7 +1,7 @@
 #include "brine/core/jid.h"
 
-#include <array>
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 namespace brine {
@@ -42,7 +42,7 @@ bool LengthRule(std::string_view jid) {
 }
 
 constexpr std::array<std::string_view, 13> kMonths = {"",    "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                                 "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+                                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 }  // namespace
 
