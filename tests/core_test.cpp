@@ -1727,6 +1727,48 @@ TEST_CASE("json: JsonMemberValues gives the first text of each asked member as i
   REQUIRE_THROWS_AS(brine::JsonMemberValues(load, kKeys, std::span(values, 3)), std::invalid_argument);
 }
 
+TEST_CASE("json: JsonMemberLayout lays out what JsonMemberValues finds, as WriteJsonText would", "[core]") {
+  using brine::JsonStyle;
+  static constexpr std::string_view kKeys[] = {"tgt", "fun", "user", "k\u00e9y", "arg"};
+  const std::string loads[] = {
+      R"({"fun":"a","jid":"1","tgt":[ "x", {"y":1, "z":[]} ],"fun":"again","k\u00e9y":null,"arg":[1.5,NaN,"t\n\u00e9"]})",
+      R"({"arg":{"b":{"c":[true,false,-0,12345678901234567890]}},"user":"caf\u00e9 \ud83d\ude00"})",
+      R"({})",
+      R"( { "tgt" : "w*" , "other" : [[[]]], "user":"\udcff" } )"};
+  for (const std::string& load : loads) {
+    std::string_view values[std::size(kKeys)];
+    brine::JsonMemberValues(load, kKeys, values);
+    for (const JsonStyle& style : {JsonStyle::Python(4), JsonStyle::Python(-1), JsonStyle::Python(0), JsonStyle::Storage(),
+                                   JsonStyle{.ensure_ascii = true}}) {
+      for (const int level : {0, 2}) {
+        INFO(load << " indent " << style.indent << " level " << level);
+        std::string out = "kept";
+        brine::JsonSpan spans[std::size(kKeys)];
+        brine::JsonMemberLayout(load, kKeys, style, level, out, spans);
+        REQUIRE(out.rfind("kept", 0) == 0);
+        for (std::size_t i = 0; i < std::size(kKeys); ++i) {
+          if (values[i].empty()) {
+            REQUIRE(spans[i].begin == std::string::npos);
+            REQUIRE(spans[i].end == std::string::npos);
+            continue;
+          }
+          std::string expected;
+          brine::WriteJsonText(values[i], style, level, expected);
+          REQUIRE(out.substr(spans[i].begin, spans[i].end - spans[i].begin) == expected);
+        }
+      }
+    }
+  }
+  brine::JsonSpan spans[std::size(kKeys)];
+  std::string out;
+  REQUIRE_THROWS_AS(brine::JsonMemberLayout("[1]", kKeys, JsonStyle::Python(4), 2, out, spans), brine::JsonError);
+  REQUIRE_THROWS_AS(brine::JsonMemberLayout(R"({"fun":[1,]})", kKeys, JsonStyle::Python(4), 2, out, spans),
+                    brine::JsonError);
+  REQUIRE_THROWS_AS(brine::JsonMemberLayout(R"({"x":[})", kKeys, JsonStyle::Python(4), 2, out, spans), brine::JsonError);
+  REQUIRE_THROWS_AS(brine::JsonMemberLayout("{}", kKeys, JsonStyle::Python(4), 2, out, std::span(spans, 3)),
+                    std::invalid_argument);
+}
+
 TEST_CASE("json: strings scan alike whichever 16- or 8-byte block or tail a special byte falls in", "[core]") {
   // The string scans test 16 bytes (SSE2), then 8 (SWAR), then single bytes:
   // a byte that ends a run must be found at every offset of each.

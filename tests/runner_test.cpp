@@ -19,6 +19,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/output/outputters.h"
 #include "brine/runner/cli.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
@@ -38,6 +39,7 @@ using brine::ParseJson;
 using brine::ToJson;
 using brine::Value;
 using brine::ValueList;
+using brine::ValueMap;
 using brine::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -695,6 +697,57 @@ TEST_CASE("runner: list_jobs lists in jid order with format_jid_instance's key o
                         "        \"Target-type\": \"list\",\n        \"User\": \"sudo_bob\",\n"
                         "        \"Metadata\": {\n            \"ticket\": \"OPS-1\"\n        },\n"
                         "        \"StartTime\": \"2024, Jan 01 14:00:00.000000\"\n    }\n}\n");
+}
+
+TEST_CASE("runner: list_jobs applies format_job_instance's defaults and Arguments' rule in every outputter", "[runner]") {
+  // json lays the members out as it scans each load; an arg that is an
+  // object goes the other way (its list deepens its layout). Both must print
+  // what the records render to, as nested (which parses) does.
+  Site s;
+  struct Case {
+    std::string jid;
+    Value load;
+    Value record;
+  };
+  const auto load = [](const std::string& jid, ValueMap extra) {
+    ValueMap m;
+    m.emplace_back("jid", jid);
+    for (auto& e : extra) m.push_back(std::move(e));
+    return Value(std::move(m));
+  };
+  const std::vector<Case> cases = {
+      {"20240101120000000001", load("20240101120000000001", {{"fun", "cmd.run"}, {"arg", "uptime"}, {"tgt", "w*"},
+                                                            {"tgt_type", "glob"}, {"user", "root"}}),
+       Record("cmd.run", Value::List({"uptime"}), "w*", "glob", "root", "2024, Jan 01 12:00:00.000001")},
+      {"20240101120000000002", load("20240101120000000002", {{"fun", "test.arg"}, {"arg", 5}, {"tgt", "w*"}}),
+       Record("test.arg", Value::List({5}), "w*", "list", "root", "2024, Jan 01 12:00:00.000002")},
+      {"20240101120000000003", load("20240101120000000003", {{"fun", "test.arg"}, {"arg", Value()}, {"user", Value()}}),
+       Record("test.arg", Value::EmptyList(), "unknown-target", "list", "", "2024, Jan 01 12:00:00.000003")},
+      {"20240101120000000004", load("20240101120000000004", {{"arg", Value::Map({{"k", Value::List({1, 2})}})}}),
+       Record("unknown-function", Value::List({Value::Map({{"k", Value::List({1, 2})}})}), "unknown-target", "list",
+              "root", "2024, Jan 01 12:00:00.000004")},
+      {"20240101120000000005", load("20240101120000000005", {{"fun", "state.apply"}, {"arg", Value::List({"a", 1.5})},
+                                                            {"tgt", Value::List({"m1", "m\xc3\xa9"})}, {"tgt_type", "list"}}),
+       Record("state.apply", Value::List({"a", 1.5}), Value::List({"m1", "m\xc3\xa9"}), "list", "root",
+              "2024, Jan 01 12:00:00.000005")},
+  };
+  ValueMap expected;
+  for (const Case& c : cases) {
+    s.Store().SaveLoad(c.jid, c.load, std::nullopt);
+    expected.emplace_back(c.jid, c.record);
+  }
+  expected[2].second.Set("User", Value());  // a null user stays null
+  const Value all(std::move(expected));
+  for (const std::optional<int> indent : {std::optional<int>(), std::optional<int>(-1), std::optional<int>(2)}) {
+    std::vector<std::string> args = {"jobs.list_jobs", "--out", "json"};
+    if (indent) args.push_back("--out-indent=" + std::to_string(*indent));
+    const CliResult r = s.Run(args);
+    REQUIRE(r.code == 0);
+    brine::output::OutputOptions options;
+    options.indent = indent;
+    CHECK(r.out == brine::output::Render("json", all, options));
+  }
+  CHECK(s.Run({"jobs.list_jobs", "--out", "nested"}).out == brine::output::Render("nested", all, {}));
 }
 
 TEST_CASE("runner: list_jobs search_function and search_target take globs, lists and comma strings", "[runner]") {

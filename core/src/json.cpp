@@ -565,19 +565,44 @@ class Parser {
     if (pos_ != s_.size()) Fail("trailing characters after the JSON value");
   }
 
+  // The index of `key` in `keys`, or keys.size(). Sizes and first bytes
+  // first: most keys of a load are not asked for.
+  static std::size_t KeyIndex(std::span<const std::string_view> keys, std::string_view key) {
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const std::string_view k = keys[i];
+      if (k.size() == key.size() && (k.empty() || k[0] == key[0]) && k == key) return i;
+    }
+    return keys.size();
+  }
+
   // JsonMemberValues: the text of the first member keyed by each of `keys`.
   void MemberValues(std::span<const std::string_view> keys, std::span<std::string_view> values) {
     std::fill(values.begin(), values.end(), std::string_view());
     ForEachMember([&](std::string_view key) {
       const std::size_t start = pos_;
       SkipValue(1);
-      // Sizes and first bytes first: most keys of a load are not asked for.
-      const auto it = std::find_if(keys.begin(), keys.end(), [key](std::string_view k) {
-        return k.size() == key.size() && (k.empty() || k[0] == key[0]) && k == key;
-      });
-      if (it == keys.end()) return;
-      std::string_view& value = values[static_cast<std::size_t>(it - keys.begin())];
+      const std::size_t i = KeyIndex(keys, key);
+      if (i == keys.size()) return;
+      std::string_view& value = values[i];
       if (value.empty()) value = s_.substr(start, pos_ - start);
+    });
+  }
+
+  // JsonMemberLayout: as MemberValues, each first value of a key laid out
+  // onto `out` (at depth 1, the depth MemberValues checks it at).
+  void MemberLayout(std::span<const std::string_view> keys, const JsonStyle& style, int level, std::string& out,
+                    std::span<JsonSpan> spans) {
+    std::fill(spans.begin(), spans.end(), JsonSpan{});
+    ForEachMember([&](std::string_view key) {
+      const std::size_t i = KeyIndex(keys, key);
+      JsonSpan* span = i == keys.size() ? nullptr : &spans[i];
+      if (span == nullptr || span->begin != std::string::npos) {
+        SkipValue(1);
+        return;
+      }
+      const std::size_t begin = out.size();
+      Transcode(style, level, 1, out);
+      *span = {begin, out.size()};
     });
   }
 
@@ -874,6 +899,12 @@ void JsonMemberValues(std::string_view text, std::span<const std::string_view> k
                       std::span<std::string_view> values) {
   if (values.size() != keys.size()) throw std::invalid_argument("JsonMemberValues: one value per key");
   Parser(text).MemberValues(keys, values);
+}
+
+void JsonMemberLayout(std::string_view text, std::span<const std::string_view> keys, const JsonStyle& style,
+                      int level, std::string& out, std::span<JsonSpan> spans) {
+  if (spans.size() != keys.size()) throw std::invalid_argument("JsonMemberLayout: one span per key");
+  Parser(text).MemberLayout(keys, style, level, out, spans);
 }
 
 void WriteJsonString(std::string_view s, const JsonStyle& style, std::string& out) { WriteString(s, style, out); }

@@ -115,7 +115,7 @@ void MapStream::AddJsonObject(std::string key, std::span<const JsonMember> membe
   // Laid out as Transcode lays out an object at level 1 (core/src/json.cpp):
   // items at level 2, the closing brace at level 1.
   const int indent = options_.indent.value_or(4);
-  const JsonStyle style = JsonStyle::Python(indent < 0 ? -1 : indent);
+  const JsonStyle style = *JsonMemberStyle();
   scratch_.clear();
   JsonEntryHead(key, scratch_);
   scratch_ += '{';
@@ -129,7 +129,11 @@ void MapStream::AddJsonObject(std::string key, std::span<const JsonMember> membe
       }
       first = false;
       AppendMemberHead(m.name, style, scratch_);
-      WriteJsonText(m.json, style, 2, scratch_);
+      if (m.laid_out) {
+        scratch_ += m.json;
+      } else {
+        WriteJsonText(m.json, style, 2, scratch_);
+      }
     }
     if (indent >= 0) {
       scratch_ += '\n';
@@ -138,6 +142,12 @@ void MapStream::AddJsonObject(std::string key, std::span<const JsonMember> membe
   }
   scratch_ += '}';
   Write(scratch_);
+}
+
+std::optional<JsonStyle> MapStream::JsonMemberStyle() const {
+  if (mode_ != Mode::kJson) return std::nullopt;
+  const int indent = options_.indent.value_or(4);
+  return JsonStyle::Python(indent < 0 ? -1 : indent);
 }
 
 void MapStream::AppendMemberHead(std::string_view name, const JsonStyle& style, std::string& text) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -100,6 +101,52 @@ void JobFieldsJson(std::string_view load_json, std::string& scratch,
   }
 }
 
+// JobFieldsJson with each listed member laid out, in `style` at level 2
+// (MapStream::JsonMemberStyle), as the load is scanned for it: one pass over
+// each load instead of a scan and then a layout. The texts are slices of
+// `laid`. False when the load's arg is an object, which Arguments' rule
+// wraps in a list, deepening its layout: JobFieldsJson takes that load.
+bool JobFieldsLaidOut(std::string_view load_json, const JsonStyle& style, std::string& laid,
+                      std::vector<output::MapStream::JsonMember>& members) {
+  JsonSpan spans[std::size(kListedKeys)];
+  laid.clear();
+  JsonMemberLayout(load_json, kListedKeys, style, 2, laid, spans);
+  for (std::size_t i = 0; i < std::size(kJobFields); ++i) {
+    const JobField& f = kJobFields[i];
+    JsonSpan& span = spans[i];
+    const std::string_view text =
+        span.begin == std::string::npos ? std::string_view() : std::string_view(laid).substr(span.begin, span.end - span.begin);
+    if (f.fallback != nullptr) {
+      if (text.empty()) {
+        span.begin = laid.size();
+        WriteJsonString(f.fallback, style, laid);
+        span.end = laid.size();
+      }
+    } else if (text.empty() || text == "null") {
+      span = {laid.size(), laid.size() + 2};
+      laid += "[]";
+    } else if (text.front() == '{') {
+      return false;
+    } else if (text.front() != '[') {
+      // [arg] for a scalar, whose own text is the same at any level.
+      const std::string item(text);
+      span.begin = laid.size();
+      laid += '[';
+      if (style.indent >= 0) laid.append("\n").append(static_cast<std::size_t>(style.indent) * 3, ' ');
+      laid += item;
+      if (style.indent >= 0) laid.append("\n").append(static_cast<std::size_t>(style.indent) * 2, ' ');
+      laid += ']';
+      span.end = laid.size();
+    }
+  }
+  // Slices only now: the appends above may have moved `laid`.
+  for (std::size_t i = 0; i < std::size(kJobFields); ++i) {
+    members.push_back({kJobFields[i].name, std::string_view(laid).substr(spans[i].begin, spans[i].end - spans[i].begin),
+                       true});
+  }
+  return true;
+}
+
 // salt.utils.jid.format_job_instance with the record's metadata: the job
 // fields, then [Metadata].
 Value FormatJob(Value load, Value metadata) {
@@ -144,13 +191,18 @@ void ListJobs(Context& ctx, store::JobFilter filter, const Value& outputter) {
   const bool endtime = StoreEndtime(ctx);
   const auto stream = ctx.OpenMapStream(outputter);
   std::string scratch;
+  std::string laid;
+  const std::optional<JsonStyle> laid_style = stream->JsonMemberStyle();
   std::string time_text;
   std::string start_time;
   std::string end_time;
   std::vector<output::MapStream::JsonMember> members;
   ctx.Store().ForEachJob(filter, [&](store::JobRecord&& job) {
     members.clear();
-    JobFieldsJson(job.load_json, scratch, members);
+    if (!laid_style || !JobFieldsLaidOut(job.load_json, *laid_style, laid, members)) {
+      members.clear();
+      JobFieldsJson(job.load_json, scratch, members);
+    }
     if (job.metadata_json) members.push_back({"Metadata", *job.metadata_json});
     time_text.clear();
     AppendStartTime(job.jid, time_text);

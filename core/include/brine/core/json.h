@@ -87,6 +87,21 @@ inline constexpr int kMaxJsonDepth = 1000;
 void JsonMemberValues(std::string_view text, std::span<const std::string_view> keys,
                       std::span<std::string_view> values);
 
+// Where JsonMemberLayout put a member's value in its output: [begin, end),
+// or npos for both when no member has that key.
+struct JsonSpan {
+  std::size_t begin = std::string::npos;
+  std::size_t end = std::string::npos;
+};
+
+// JsonMemberValues with each value found laid out, as WriteJsonText(value,
+// style, level) lays it out, onto `out` as the scan meets it: one pass over
+// the text for a listing that would otherwise scan it and then lay out what
+// it found. spans[i] locates keys[i]'s value in `out`. Throws as
+// JsonMemberValues does (`out` then holds part of the layout).
+void JsonMemberLayout(std::string_view text, std::span<const std::string_view> keys, const JsonStyle& style,
+                      int level, std::string& out, std::span<JsonSpan> spans);
+
 // Appends `s` as a JSON string in `style`: what WriteJson(Value(std::string(s)), style, out) appends.
 void WriteJsonString(std::string_view s, const JsonStyle& style, std::string& out);
 

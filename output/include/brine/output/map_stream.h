@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -11,12 +12,9 @@
 #include <utility>
 #include <vector>
 
+#include "brine/core/json.h"
 #include "brine/core/value.h"
 #include "brine/output/outputters.h"
-
-namespace brine {
-struct JsonStyle;
-}
 
 namespace brine::output {
 
@@ -43,12 +41,19 @@ class MapStream {
   struct JsonMember {
     std::string_view name;  // written as a JSON string
     std::string_view json;  // the member's value as JSON text
+    // `json` is already laid out as JsonMemberStyle() lays out a value at
+    // level 2 (the other outputters parse it all the same).
+    bool laid_out = false;
   };
   // Add with the value an object of these members, in this order (names
   // distinct): the same bytes as AddJson of the object's text, but json
   // writes each member's text once, in place, without the object's text
   // being put together and scanned again. Throws JsonError for malformed text.
   void AddJsonObject(std::string key, std::span<const JsonMember> members);
+  // In json, the style AddJsonObject lays members out in (at level 2), for
+  // callers that lay a member out while they scan for it; nullopt for the
+  // other outputters.
+  [[nodiscard]] std::optional<JsonStyle> JsonMemberStyle() const;
   // Whether AddJson copies the text into the output (json) rather than
   // parsing it into a Value (the others): a caller holding the text in a
   // buffer it could free first may parse it itself and Add the Value later.
