@@ -69,6 +69,21 @@ Value JobFields(Value& load) {
   return Value(std::move(fields));
 }
 
+// What a listed field shows, by the rules of JobFields, given the JSON text
+// of its load member's value (empty: the load has no such member).
+enum class FieldShows {
+  kText,       // the text itself
+  kFallback,   // Salt's default for the field
+  kEmptyList,  // [] (Arguments: no arg, or null)
+  kInList,     // [text] (Arguments: an arg that is not a list)
+};
+
+FieldShows Shows(const JobField& f, std::string_view text) {
+  if (f.fallback != nullptr) return text.empty() ? FieldShows::kFallback : FieldShows::kText;
+  if (text.empty() || text == "null") return FieldShows::kEmptyList;
+  return text.front() == '[' ? FieldShows::kText : FieldShows::kInList;
+}
+
 // The job fields as JSON members (Function ... User) from the load's JSON
 // text, with the rules of JobFields, for listings that print JSON. The texts
 // are slices of `load_json` or of `scratch`, which must outlive `members`
@@ -82,20 +97,18 @@ void JobFieldsJson(std::string_view load_json, std::string& scratch,
   for (std::size_t i = 0; i < std::size(kJobFields); ++i) {
     const JobField& f = kJobFields[i];
     std::string_view text = found[i];
-    if (f.fallback != nullptr) {
-      if (text.empty()) {
-        const std::size_t at = scratch.size();
+    const std::size_t at = scratch.size();
+    switch (Shows(f, text)) {
+      case FieldShows::kText: break;
+      case FieldShows::kFallback:
         WriteJsonString(f.fallback, JsonStyle::Storage(), scratch);
         text = std::string_view(scratch).substr(at);
-      }
-    } else if (text.empty() || text == "null") {
-      text = "[]";
-    } else if (text.front() != '[') {
-      const std::size_t at = scratch.size();
-      scratch += '[';
-      scratch += text;
-      scratch += ']';
-      text = std::string_view(scratch).substr(at);
+        break;
+      case FieldShows::kEmptyList: text = "[]"; break;
+      case FieldShows::kInList:
+        scratch.append("[").append(text).append("]");
+        text = std::string_view(scratch).substr(at);
+        break;
     }
     members.push_back({f.name, text});
   }
@@ -116,28 +129,24 @@ bool JobFieldsLaidOut(std::string_view load_json, const JsonStyle& style, std::s
     JsonSpan& span = spans[i];
     const std::string_view text =
         span.begin == std::string::npos ? std::string_view() : std::string_view(laid).substr(span.begin, span.end - span.begin);
-    if (f.fallback != nullptr) {
-      if (text.empty()) {
-        span.begin = laid.size();
-        WriteJsonString(f.fallback, style, laid);
-        span.end = laid.size();
+    const std::size_t at = laid.size();
+    switch (Shows(f, text)) {
+      case FieldShows::kText: continue;
+      case FieldShows::kFallback: WriteJsonString(f.fallback, style, laid); break;
+      case FieldShows::kEmptyList: laid += "[]"; break;
+      case FieldShows::kInList: {
+        if (text.front() == '{') return false;
+        // A scalar's own text is the same at any level.
+        const std::string item(text);
+        laid += '[';
+        if (style.indent >= 0) laid.append("\n").append(static_cast<std::size_t>(style.indent) * 3, ' ');
+        laid += item;
+        if (style.indent >= 0) laid.append("\n").append(static_cast<std::size_t>(style.indent) * 2, ' ');
+        laid += ']';
+        break;
       }
-    } else if (text.empty() || text == "null") {
-      span = {laid.size(), laid.size() + 2};
-      laid += "[]";
-    } else if (text.front() == '{') {
-      return false;
-    } else if (text.front() != '[') {
-      // [arg] for a scalar, whose own text is the same at any level.
-      const std::string item(text);
-      span.begin = laid.size();
-      laid += '[';
-      if (style.indent >= 0) laid.append("\n").append(static_cast<std::size_t>(style.indent) * 3, ' ');
-      laid += item;
-      if (style.indent >= 0) laid.append("\n").append(static_cast<std::size_t>(style.indent) * 2, ' ');
-      laid += ']';
-      span.end = laid.size();
     }
+    span = {at, laid.size()};
   }
   // Slices only now: the appends above may have moved `laid`.
   for (std::size_t i = 0; i < std::size(kJobFields); ++i) {
