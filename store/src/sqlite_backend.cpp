@@ -1006,11 +1006,14 @@ class SqliteBackend final : public Backend {
   // each. Everything that reads or changes the event table flushes first:
   // Commit, Read, ReplaceReturn, CleanOldJobs, PruneOldest; Rollback drops them.
   void FlushEvents() {
-    static const std::string many = [] {
+    // The statements' texts live as long as the cache that keys them by address.
+    static const auto rows = [](std::size_t n) {
       std::string sql = "INSERT INTO event (id, master_id, job_id, tag, data, ret_id, stamp) VALUES ";
-      for (std::size_t i = 0; i < kEventsPerInsert; ++i) sql += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
+      for (std::size_t i = 0; i < n; ++i) sql += i == 0 ? "(?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?)";
       return sql;
-    }();
+    };
+    static const std::string many = rows(kEventsPerInsert);
+    static const std::string one = rows(1);
     std::size_t i = 0;
     for (; pending_events_.size() - i >= kEventsPerInsert; i += kEventsPerInsert) {
       auto& q = Stmt(many.c_str());
@@ -1018,7 +1021,7 @@ class SqliteBackend final : public Backend {
       q.exec();
     }
     for (; i < pending_events_.size(); ++i) {
-      auto& q = Stmt("INSERT INTO event (id, master_id, job_id, tag, data, ret_id, stamp) VALUES (?, ?, ?, ?, ?, ?, ?)");
+      auto& q = Stmt(one.c_str());
       BindEvent(q, 0, pending_events_[i]);
       q.exec();
     }
