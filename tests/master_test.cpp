@@ -1531,7 +1531,7 @@ TEST_CASE("master: an acknowledged request is answered only once its frames are 
   MasterProcess m("brine.flush_interval_ms: 60000\n");  // group commit must not wait for it
   m.Start();
   AckClient client(m.sock_dir() / "brine_cache.ipc");
-  const std::string jid = "20261123120000000001";
+  const std::string jid = JidAt(Now());  // within keep_jobs, whatever the day
   const Value load = Value::Map({{"cmd", "publish"}, {"jid", jid}, {"fun", "test.ping"}, {"tgt", "*"},
                                  {"arg", Value::EmptyList()}, {"tgt_type", "glob"}, {"user", "root"}});
   const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", jid}, {"fun", "test.ping"},
@@ -1563,7 +1563,7 @@ TEST_CASE("master: a stale or malformed acknowledged request is answered not tak
   MasterProcess m("brine.send_timeout_ms: 1000\n");
   m.Start();
   AckClient client(m.sock_dir() / "brine_cache.ipc");
-  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000009"},
+  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", JidAt(Now())},
                                 {"fun", "test.ping"}, {"return", true}});
   // Sent 600 ms ago: past half of the 1,000 ms timeout, so its caller is about to spool it.
   AckReply stale = client.RequestReply(AckHeader(7, NowUs() - 600000), {CacheFrame("return", ret)});
@@ -1604,12 +1604,13 @@ TEST_CASE("master: with ipc_mode tcp acknowledged writes are taken on 127.0.0.1 
   m.Start();
   REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "brine_cache.ipc"));
   AckClient client(ports.cache);
-  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", "20261123120000000003"},
+  const std::string jid = JidAt(Now());
+  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", jid},
                                 {"fun", "test.ping"}, {"return", true}, {"retcode", 0}, {"success", true}});
   const AckReply reply = client.RequestReply(AckHeader(5, NowUs()), {CacheFrame("return", ret)});
   REQUIRE(reply.status == 0);
   REQUIRE(reply.id == 5);
-  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '20261123120000000003'") == "web1\n");
+  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '" + jid + "'") == "web1\n");
   REQUIRE(m.Stop() == 0);
 }
 
@@ -1651,6 +1652,8 @@ TEST_CASE("master: replies go back on the connection that asked, and a caller th
           "[master][e2e]") {
   MasterProcess m("brine.flush_interval_ms: 60000\n");
   m.Start();
+  const std::string prefix = JidAt(Now()).substr(0, 14);
+  const std::string jid1 = prefix + "000001", jid2 = prefix + "000002";
   auto ret = [](const std::string& jid, const std::string& minion) {
     return CacheFrame("return", Value::Map({{"cmd", "_return"}, {"id", minion}, {"jid", jid}, {"fun", "test.ping"},
                                             {"return", true}, {"retcode", 0}, {"success", true}}));
@@ -1658,22 +1661,22 @@ TEST_CASE("master: replies go back on the connection that asked, and a caller th
   {
     // Sends and leaves without reading: its return is still filed.
     AckClient gone(m.sock_dir() / "brine_cache.ipc");
-    gone.Send(AckHeader(1, NowUs()), {ret("20261123120000000001", "gone")});
+    gone.Send(AckHeader(1, NowUs()), {ret(jid1, "gone")});
   }
   AckClient a(m.sock_dir() / "brine_cache.ipc");
   AckClient b(m.sock_dir() / "brine_cache.ipc");
   // Two requests in a row on each connection, before reading any answer.
-  a.Send(AckHeader(100, NowUs()), {ret("20261123120000000002", "a1")});
-  b.Send(AckHeader(200, NowUs()), {ret("20261123120000000002", "b1")});
-  a.Send(AckHeader(101, NowUs()), {ret("20261123120000000002", "a2")});
-  b.Send(AckHeader(201, NowUs()), {ret("20261123120000000002", "b2")});
+  a.Send(AckHeader(100, NowUs()), {ret(jid2, "a1")});
+  b.Send(AckHeader(200, NowUs()), {ret(jid2, "b1")});
+  a.Send(AckHeader(101, NowUs()), {ret(jid2, "a2")});
+  b.Send(AckHeader(201, NowUs()), {ret(jid2, "b2")});
   std::vector<std::uint64_t> on_a{a.Receive().id, a.Receive().id};
   std::vector<std::uint64_t> on_b{b.Receive().id, b.Receive().id};
   REQUIRE(on_a == std::vector<std::uint64_t>{100, 101});
   REQUIRE(on_b == std::vector<std::uint64_t>{200, 201});
-  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns WHERE jid = '20261123120000000002'") == "4\n");
+  REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns WHERE jid = '" + jid2 + "'") == "4\n");
   REQUIRE(m.Stop() == 0);
-  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '20261123120000000001'") == "gone\n");
+  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '" + jid1 + "'") == "gone\n");
 }
 
 TEST_CASE("master: acknowledged requests are popped ahead of bus frames, and the lane refuses past its budget",

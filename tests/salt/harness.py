@@ -23,6 +23,12 @@ QUEUE_PATH = os.path.join(SOURCE_DIR, "contrib", "salt", "queues", "brine.py")
 _counter = itertools.count()
 
 
+def jid_now(n=0):
+    """A jid of this second ending in n. Tests use jids of now because a fixed
+    day falls out of keep_jobs (24 h) and retention would purge it."""
+    return "{}{:06d}".format(time.strftime("%Y%m%d%H%M%S", time.gmtime()), n)
+
+
 def load_module(path, opts, context=None):
     """Imports `path` as a fresh module and injects Salt's loader dunders
     (__opts__, __context__, __salt__, __grains__, __pillar__) as module

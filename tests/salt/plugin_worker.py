@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 from harness import RETURNER_PATH, load_module
 
@@ -52,16 +53,20 @@ def main():
             else:
                 print("1" if mod.get_load(jid) else "0", flush=True)
         return
+    # Jids and stamps of now: a fixed day falls out of keep_jobs and retention
+    # (every loop_interval) would purge what the test then looks for.
+    hour = time.strftime("%Y%m%d%H", time.gmtime())
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000", time.gmtime())
     while not stop:
         n += 1
         if mode == "returner":
-            jid = "2026112312{:04d}{:06d}".format(os.getpid() % 10000, n)
+            jid = "{}{:04d}{:06d}".format(hour, os.getpid() % 10000, n)
             mod.returner({"cmd": "_return", "id": name, "jid": jid, "fun": "test.ping", "fun_args": [],
                           "return": True, "retcode": 0, "success": True})
             log.write("{} {}\n".format(jid, name))
         else:
             tags = ["brine-test/{}/{}/{}".format(name, n, i) for i in range(20)]
-            mod.event_return([{"tag": t, "data": {"n": n, "_stamp": "2026-11-23T12:00:00.000000"}} for t in tags])
+            mod.event_return([{"tag": t, "data": {"n": n, "_stamp": stamp}} for t in tags])
             log.write("".join(t + "\n" for t in tags))
 
 

@@ -19,7 +19,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import brine_run, RETURNER_PATH, BrineMaster, MasterTestCase, load_module
+from harness import brine_run, jid_now, RETURNER_PATH, BrineMaster, MasterTestCase, load_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "plugin_worker.py")
@@ -60,7 +60,7 @@ def flood(endpoint, stop):
     sock = ctx.socket(zmq.PUSH)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
-    frame = b"salt/flood/event\n\n" + msgpack.packb({"payload": "x" * 400, "_stamp": "2026-11-23T12:00:00.000000"})
+    frame = b"salt/flood/event\n\n" + msgpack.packb({"payload": "x" * 400, "_stamp": time.strftime("%Y-%m-%dT%H:%M:%S.000000", time.gmtime())})
     sent = 0
     while not stop.is_set():
         try:
@@ -88,6 +88,7 @@ class ReadYourWritesTest(unittest.TestCase):
         for proc in (self.writer, self.reader):
             self.addCleanup(self.stop_worker, proc)
         self.seq = 0
+        self.jid_prefix = jid_now()[:14]
 
     @staticmethod
     def stop_worker(proc):
@@ -101,7 +102,7 @@ class ReadYourWritesTest(unittest.TestCase):
         empty = 0
         for _ in range(n):
             self.seq += 1
-            jid = "20261123120000{:06d}".format(self.seq)
+            jid = "{}{:06d}".format(self.jid_prefix, self.seq)
             self.writer.stdin.write((jid + "\n").encode())
             self.writer.stdin.flush()
             self.assertEqual(self.writer.stdout.readline(), b"ok\n")
@@ -228,7 +229,7 @@ class ModuleStateTest(MasterTestCase):
     def test_the_module_body_run_twice_and_two_threads_share_one_socket(self):
         opts = self.master.opts()
         mod = load_module(RETURNER_PATH, opts)
-        mod.returner({"id": "t0", "jid": "20261123120000000001", "fun": "test.ping", "return": True})
+        mod.returner({"id": "t0", "jid": jid_now(1), "fun": "test.ping", "return": True})
         state = sys.modules["_brine_returner_process_state"].state
         fds = len(os.listdir("/proc/self/fd"))
         # Salt's second loader in this process re-executes the body in the same module object...
@@ -241,7 +242,7 @@ class ModuleStateTest(MasterTestCase):
         def calls(module, minion):
             try:
                 for i in range(300):
-                    module.returner({"id": minion, "jid": "20261123120001{:06d}".format(i), "fun": "test.ping",
+                    module.returner({"id": minion, "jid": jid_now(i), "fun": "test.ping",
                                      "return": i})
             except Exception as exc:  # pylint: disable=broad-except
                 errors.append(exc)
@@ -302,14 +303,16 @@ class SpoolOwnersTest(unittest.TestCase):
         self.assertEqual(rows, set(expected))
 
     def test_the_service_user_spools_first_then_root(self):
-        self.one_return("20261123120000000001", "a", self.USER)
-        self.one_return("20261123120000000002", "b", None)
-        self.check_spool_and_filing([("20261123120000000001", "a"), ("20261123120000000002", "b")])
+        a, b = jid_now(1), jid_now(2)
+        self.one_return(a, "a", self.USER)
+        self.one_return(b, "b", None)
+        self.check_spool_and_filing([(a, "a"), (b, "b")])
 
     def test_root_spools_first_then_the_service_user(self):
-        self.one_return("20261123120000000003", "c", None)
-        self.one_return("20261123120000000004", "d", self.USER)
-        self.check_spool_and_filing([("20261123120000000003", "c"), ("20261123120000000004", "d")])
+        c, d = jid_now(3), jid_now(4)
+        self.one_return(c, "c", None)
+        self.one_return(d, "d", self.USER)
+        self.check_spool_and_filing([(c, "c"), (d, "d")])
 
 
 class OneAuthorityTest(MasterTestCase):
@@ -322,7 +325,7 @@ class OneAuthorityTest(MasterTestCase):
 
     def test_a_forged_bus_return_before_the_real_one_does_not_win(self):
         mod = load_module(RETURNER_PATH, self.master.opts())
-        jid = "20261123120000000001"
+        jid = jid_now(1)
         mod.save_load(jid, {"cmd": "publish", "jid": jid, "fun": "cmd.run", "arg": ["df"], "tgt": "web1",
                             "tgt_type": "glob", "user": "root"}, ["web1"])
         forged = {"cmd": "_return", "id": "web1", "jid": jid, "fun": "cmd.run", "fun_args": ["df"],
@@ -349,7 +352,7 @@ class OneAuthorityTest(MasterTestCase):
         ctx = zmq.Context.instance()
         sock = ctx.socket(zmq.PUSH)
         sock.connect(self.master.pull_endpoint)
-        ret = {"cmd": "_return", "id": "web1", "jid": "20261123120000000002", "fun": "test.ping", "return": True}
+        ret = {"cmd": "_return", "id": "web1", "jid": jid_now(2), "fun": "test.ping", "return": True}
         sock.send(b"brine/cache/return\n\n" + msgpack.packb(ret))
         sock.close(linger=2000)
         self.master.wait_for(lambda: self.master.counters().get("quarantined", 0) == 1, what="the quarantine")
