@@ -24,6 +24,7 @@
 #include "support/doc_blocks.h"
 #include "support/golden.h"
 #include "support/postgres_server.h"
+#include "support/process.h"
 
 using brine::test::PostgresServer;
 
@@ -102,7 +103,7 @@ TEST_CASE("postgres: two masters starting at once migrate once, under the adviso
     starters.emplace_back([&, i] {
       try {
         auto s = OpenStore(uri, {.master_id = "master" + std::to_string(i)});
-        if (s->SchemaVersion() != 2) ++failures;
+        if (s->SchemaVersion() != 3) ++failures;
       } catch (const std::exception&) {
         ++failures;
       }
@@ -325,8 +326,10 @@ TEST_CASE("postgres: a return stored behind the job's lock while a batch waits t
     std::string text = brine::ToJson(Ret(jid, "m1"));
     std::string quoted;
     for (char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-    (void)server.Query(uri, "INSERT INTO ret (job_id, minion_id, recv, full_ret) SELECT j.id, m.id, now(), '" + quoted +
-                                "' FROM job AS j, minion AS m WHERE j.jid = '" + jid + "' AND m.name = 'm1'");
+    // As every writer of ret must: with the job's day (migrations/postgres/0003).
+    (void)server.Query(uri, "INSERT INTO ret (job_id, minion_id, recv, full_ret, job_day) SELECT j.id, m.id, now(), '" +
+                                quoted + "', j.part_day FROM job AS j, minion AS m WHERE j.jid = '" + jid +
+                                "' AND m.name = 'm1'");
     REQUIRE_THROWS_AS(batch.Commit(), brine::store::BusyError);
   }
   // Nothing of a's batch went in: no event names a return that is not there.
@@ -456,11 +459,11 @@ TEST_CASE("postgres: the schema after all migrations matches the golden file", "
       server.Query(uri,
                    "SELECT c.table_name, c.column_name, c.data_type, c.is_nullable, coalesce(c.collation_name, '')"
                    " FROM information_schema.columns AS c WHERE c.table_schema = 'public'"
-                   // The day partitions are named by today's date: the retention case pins them.
-                   " AND c.table_name !~ '^event_p[0-9]'"
+                   // The day partitions are named by today's date: the retention cases pin them.
+                   " AND c.table_name !~ '^(event|ret|job_minion)_p[0-9]'"
                    " ORDER BY c.table_name, c.ordinal_position") +
       server.Query(uri, "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public'"
-                        " AND tablename !~ '^event_p[0-9]' ORDER BY indexname") +
+                        " AND tablename !~ '^(event|ret|job_minion)_p[0-9]' ORDER BY indexname") +
       server.Query(uri,
                    "SELECT viewname, definition FROM pg_views WHERE schemaname = 'public' ORDER BY viewname") +
       server.Query(uri, "SELECT proname FROM pg_proc WHERE pronamespace = 'public'::regnamespace ORDER BY 1") +
@@ -512,6 +515,115 @@ TEST_CASE("postgres: retention drops whole days of archived events as partitions
   REQUIRE(r.events == 1);
   REQUIRE_FALSE(r.more);
   REQUIRE(server.Query(uri, "SELECT count(*) FROM salt_events") == "3\n");
+}
+
+TEST_CASE("postgres: retention drops whole days of jobs and returns as partitions, a day with a kept job job by job",
+          "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  const brine::Micros t0 = brine::FromUnixMicros(1704110400000000);  // 2024-01-01 12:00:00 UTC
+  const auto day = std::chrono::hours(24);
+  brine::FakeClock clock{t0};
+  auto s = OpenStore(uri, {.master_id = "m", .clock = &clock});
+  auto partitions = [&](const std::string& table) {
+    return server.Query(uri, "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+                             " WHERE i.inhparent = '" + table + "'::regclass ORDER BY 1");
+  };
+  REQUIRE(partitions("ret") == "ret_default\nret_p20231231\nret_p20240101\nret_p20240102\n");
+  REQUIRE(partitions("job_minion") ==
+          "job_minion_default\njob_minion_p20231231\njob_minion_p20240101\njob_minion_p20240102\n");
+  auto job = [&](const std::string& jid, const std::string& fun, const std::vector<std::string>& minions) {
+    s->SaveLoad(jid, ParseJson(R"({"fun":")" + fun + R"(","tgt":"*"})"), minions);
+    return StoreReturns(*s, jid, minions);
+  };
+  // 2024-01-01: a job whose m1 return is also archived as an event, and a
+  // minion's own return under the jid "req" (no time: it ages by when seen).
+  const std::string a = "20240101120000000001";
+  const auto a_events = job(a, "test.ping", {"m1", "m2"});
+  s->EventReturn(std::vector<brine::store::Event>{a_events.front()});
+  REQUIRE(s->Returner(Ret("req", "m3")).kind == ReturnOutcome::Kind::kStored);
+  // 2024-01-02: a job that goes, and a state.apply job kept for ever, which
+  // keeps its day's partitions.
+  clock.Advance(day);
+  const std::string b = "20240102120000000001", kept = "20240102120000000002";
+  (void)job(b, "test.ping", {"m1"});
+  (void)job(kept, "state.apply", {"m1"});
+  // 2024-01-03: a job inside keep_jobs.
+  clock.Advance(day);
+  const std::string c = "20240103120000000001";
+  (void)job(c, "test.ping", {"m1"});
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM ret_p20240101") == "3\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM job_minion_p20240101") == "3\n");  // req's stub names m3
+
+  // Keep jobs from 2024-01-03 00:00, state.* for ever, events for ever; a
+  // budget of one row. 2023-12-31 and 2024-01-01 go whole, outside the
+  // budget; on 2024-01-02 the kept job holds the day, so b goes job by job.
+  brine::store::Retention retention{.jobs_before = brine::FromUnixMicros(1704240000000000),
+                                    .jobs_by_fun = {{.glob = "state.*", .before = std::nullopt}}};
+  auto r = s->ApplyRetention(retention, 1);
+  REQUIRE(r.jobs == 3);
+  REQUIRE(r.returns == 4);
+  REQUIRE(r.more);
+  REQUIRE(partitions("ret") == "ret_default\nret_p20240102\nret_p20240103\nret_p20240104\n");
+  REQUIRE(partitions("job_minion") ==
+          "job_minion_default\njob_minion_p20240102\njob_minion_p20240103\njob_minion_p20240104\n");
+  REQUIRE(s->GetLoad(a) == Value::EmptyMap());
+  REQUIRE(s->GetJid("req").as_map().empty());
+  REQUIRE(s->GetJid(b).as_map().empty());
+  REQUIRE(s->GetJid(kept).as_map().size() == 1);
+  REQUIRE(s->GetJid(c).as_map().size() == 1);
+  // The archived event outlives its return with the payload it had.
+  REQUIRE(server.Query(uri, "SELECT tag, data::jsonb ->> 'id', ret_id IS NULL, job_id IS NULL FROM event") ==
+          "salt/job/" + a + "/ret/m1|m1|t|t\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM salt_returns") == "2\n");
+  r = s->ApplyRetention(retention, 100);
+  REQUIRE(r.jobs == 0);
+  REQUIRE_FALSE(r.more);
+  REQUIRE(partitions("ret") == "ret_default\nret_p20240102\nret_p20240103\nret_p20240104\n");
+}
+
+TEST_CASE("postgres: a store made before the job partitions keeps its rows, and first still wins for its jobs",
+          "[postgres]") {
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  // Schema 2 as an older brine left it, with one job, its expected minions
+  // m1 and m2, and m1's return.
+  for (const char* name : {"0001_initial.sql", "0002_batched_returns_forensics.sql"}) {
+    (void)server.Query(uri, brine::test::ReadFile(std::string(BRINE_SOURCE_DIR) + "/migrations/postgres/" + name));
+  }
+  const std::string old = "20240101120000000001";
+  const std::string ret_m1 = brine::ToJson(Ret(old, "m1"));
+  (void)server.Query(uri, "CREATE TABLE brine_schema (version integer NOT NULL); INSERT INTO brine_schema VALUES (2);"
+                          " INSERT INTO minion (name) VALUES ('m1'), ('m2');"
+                          " INSERT INTO job (jid, fun, load, load_kind, seen) VALUES ('" + old +
+                          "', 'test.ping', '{\"fun\":\"test.ping\"}', 3, now());"
+                          " INSERT INTO job_minion VALUES (1, 1), (1, 2);"
+                          " INSERT INTO ret (job_id, minion_id, recv, full_ret) VALUES (1, 1, now(), '" + ret_m1 + "')");
+  auto s = OpenStore(uri, {.master_id = "m"});
+  REQUIRE(s->SchemaVersion() == 3);
+  REQUIRE(server.Query(uri, "SELECT count(*), count(job_day) FROM ret_default") == "1|0\n");
+  // The old job's returns stay beside its first one: a repeat is a repeat,
+  // and m2's return lands in the default partition too.
+  REQUIRE(s->Returner(Ret(old, "m1")).kind == ReturnOutcome::Kind::kRepeat);
+  REQUIRE(s->Returner(Ret(old, "m2")).kind == ReturnOutcome::Kind::kStored);
+  REQUIRE(server.Query(uri, "SELECT count(*), count(job_day) FROM ret_default") == "2|0\n");
+  // A new job's rows go to today's partitions, and the views (re-created on
+  // the partitioned tables) show old and new alike.
+  const std::string jid = brine::FormatJid(brine::SystemClock().Now());
+  (void)StoreReturns(*s, jid, {"m1"});
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM ret_default") == "2\n");
+  REQUIRE(server.Query(uri, "SELECT jid FROM salt_returns ORDER BY jid, id") == old + "\n" + old + "\n" + jid + "\n");
+  REQUIRE(server.Query(uri, "SELECT minion FROM jid_missing") == "");
+  REQUIRE(s->GetJid(old).as_map().size() == 2);
+  // The old rows leave job by job.
+  const auto r = s->CleanOldJobs(brine::FromUnixMicros(1704153600000000), std::nullopt, 100);  // 2024-01-02
+  REQUIRE(r.jobs == 1);
+  REQUIRE(r.returns == 2);
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM ret_default") == "0\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM job_minion_default") == "0\n");
+  REQUIRE(s->GetJid(jid).as_map().size() == 1);
 }
 
 TEST_CASE("postgres: every forensic query of docs/schema.md runs as written and finds its rows", "[postgres][docs]") {
@@ -582,5 +694,8 @@ TEST_CASE("postgres: every forensic query of docs/schema.md runs as written and 
   const std::string failed_plan = server.Query(
       uri, "SET enable_seqscan = off; EXPLAIN SELECT jid FROM failed_returns WHERE recv_time > now() - interval '1 hour'");
   INFO(failed_plan);
-  REQUIRE(failed_plan.find("ret_failed") != std::string::npos);
+  // Each day partition has ret_failed's index under a name of its own.
+  REQUIRE(failed_plan.find("ret_default_failed") != std::string::npos);
+  REQUIRE(failed_plan.find("recv_job_id_minion_id_retcode_success_idx") != std::string::npos);
+  REQUIRE(failed_plan.find("Seq Scan on ret") == std::string::npos);
 }

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -33,6 +34,8 @@ namespace {
 
 // Any 64-bit key: the advisory lock that serialises migrations across masters.
 constexpr std::int64_t kMigrationLock = 0x6272696e65L;  // "brine"
+// Taken by the master whose retention drops whole days of jobs.
+constexpr std::int64_t kRetentionLock = 0x6272696e6572L;  // "briner"
 // Rows per multi-row INSERT (PostgreSQL allows 65535 parameters a statement).
 constexpr std::size_t kEventsPerInsert = 8000;
 constexpr std::size_t kReturnsPerInsert = 8000;
@@ -156,12 +159,20 @@ std::string DayText(std::int64_t day, bool dashes) {
   return buf;
 }
 
-// The day of a partition named event_pYYYYMMDD, or nullopt.
-std::optional<std::int64_t> PartitionDay(std::string_view name) {
-  if (name.size() != 15 || name.substr(0, 7) != "event_p") return std::nullopt;
-  const int y = std::stoi(std::string(name.substr(7, 4)));
-  const unsigned m = static_cast<unsigned>(std::stoi(std::string(name.substr(11, 2))));
-  const unsigned d = static_cast<unsigned>(std::stoi(std::string(name.substr(13, 2))));
+// The tables partitioned by day: the archive by arrival, a job's returns and
+// expected minions by the day of the job (job.part_day, migrations/postgres/0003).
+constexpr const char* kDayPartitioned[] = {"event", "ret", "job_minion"};
+
+// The day of a partition of `table` named <table>_pYYYYMMDD, or nullopt.
+std::optional<std::int64_t> PartitionDay(std::string_view name, std::string_view table) {
+  const std::size_t at = table.size() + 2;
+  if (name.size() != at + 8 || name.substr(0, table.size()) != table || name.substr(table.size(), 2) != "_p" ||
+      name.substr(at).find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  const int y = std::stoi(std::string(name.substr(at, 4)));
+  const unsigned m = static_cast<unsigned>(std::stoi(std::string(name.substr(at + 4, 2))));
+  const unsigned d = static_cast<unsigned>(std::stoi(std::string(name.substr(at + 6, 2))));
   const date::year_month_day ymd{date::year{y}, date::month{m}, date::day{d}};
   if (!ymd.ok()) return std::nullopt;
   return date::sys_days{ymd}.time_since_epoch().count();
@@ -274,10 +285,12 @@ class PostgresBackend final : public Backend {
       }
       Db().Exec(session);
       ApplyPostgresMigrations(*db_);
-      EnsureEventPartitions();
+      EnsurePartitions();
+      // The return ids' sequence is the identity of ret_default, the table
+      // that was ret before 0003 made ret partitioned.
       PgResult r = Db().Exec(
           "WITH i AS (INSERT INTO master (name) VALUES ($1) ON CONFLICT (name) DO NOTHING RETURNING id)"
-          " SELECT id, quote_literal(pg_get_serial_sequence('ret', 'id'))"
+          " SELECT id, quote_literal(pg_get_serial_sequence('ret_default', 'id'))"
           " FROM (SELECT id FROM i UNION ALL SELECT id FROM master WHERE name = $1) AS m",
           {P(options.master_id)});
       master_row_ = r.integer(0, 0);
@@ -300,7 +313,7 @@ class PostgresBackend final : public Backend {
   void Begin() override { begin_pending_ = true; }
 
   void Commit() override {
-    returned_.clear();
+    read_jobs_.clear();
     if (begin_pending_ && !Waiting()) {
       begin_pending_ = false;  // nothing was written
       return;
@@ -313,7 +326,7 @@ class PostgresBackend final : public Backend {
     pending_events_.clear();
     pending_returns_.clear();
     deferred_.clear();
-    returned_.clear();
+    read_jobs_.clear();
     minions_.clear();
     try {
       if (db_ && db_->in_transaction()) db_->Exec("ROLLBACK");
@@ -337,13 +350,17 @@ class PostgresBackend final : public Backend {
     // its state and which minions returned already (InsertReturn decides
     // first-wins from them). brine_check_stored stays as the net for writers
     // that take no lock.
+    // part_day, the day the job's returns and expected minions are
+    // partitioned by, is the UTC day of `seen` (migrations/postgres/0003).
     const std::string t = TimeText(seen);
-    Defer("INSERT INTO job (jid, seen) VALUES ($1, to_timestamp($2)) ON CONFLICT (jid) DO NOTHING", {O(jid), O(t)},
-          Plan::kReuse);
+    Defer("INSERT INTO job (jid, seen, part_day) VALUES ($1, to_timestamp($2), (to_timestamp($2) AT TIME ZONE 'UTC')::date)"
+          " ON CONFLICT (jid) DO NOTHING",
+          {O(jid), O(t)}, Plan::kReuse);
     Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)}, Plan::kReuse);
     PgResult r = Query(
         "SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions,"
-        " (SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id) FROM job WHERE jid = $1",
+        " (SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id), part_day::text"
+        " FROM job WHERE jid = $1",
         {O(jid)}, Plan::kReuse);
     JobState s;
     s.id = r.integer(0, 0);
@@ -351,7 +368,9 @@ class PostgresBackend final : public Backend {
     s.nocache = r.text(0, 2) == "t";
     s.has_metadata = r.text(0, 3) == "t";
     s.stub_minions = r.text(0, 4) == "t";
-    auto& minions = returned_[s.id];
+    ReadJob& read = read_jobs_[s.id];
+    read.day = r.null(0, 6) ? std::nullopt : std::optional<std::string>(r.text(0, 6));
+    auto& minions = read.returned;
     minions.clear();
     std::string_view list = r.text(0, 5);
     while (!list.empty()) {
@@ -393,21 +412,29 @@ class PostgresBackend final : public Backend {
     // The minions' ids as one array: the same statement for any list.
     ArrayText ids;
     for (std::int64_t id : MinionIds(minions)) ids.Add(id);
-    Defer("INSERT INTO job_minion (job_id, minion_id) SELECT $1::bigint, unnest($2::bigint[]) ON CONFLICT DO NOTHING",
-          {O(Int(job)), O(ids.Take())}, Plan::kReuse);
+    const std::optional<std::string>* day = DayOfJob(job);
+    if (day == nullptr) {
+      Defer("INSERT INTO job_minion (job_id, minion_id, job_day) SELECT $1::bigint, unnest($2::bigint[]),"
+            " (SELECT part_day FROM job WHERE id = $1::bigint) ON CONFLICT DO NOTHING",
+            {O(Int(job)), O(ids.Take())}, Plan::kReuse);
+      return;
+    }
+    Defer("INSERT INTO job_minion (job_id, minion_id, job_day) SELECT $1::bigint, unnest($2::bigint[]), $3::date"
+          " ON CONFLICT DO NOTHING",
+          {O(Int(job)), O(ids.Take()), *day ? O(**day) : ONull()}, Plan::kReuse);
   }
 
   std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
     const std::int64_t minion = MinionId(row.minion);
-    auto known = returned_.find(row.job_id);
-    if (known == returned_.end()) {
+    auto known = read_jobs_.find(row.job_id);
+    if (known == read_jobs_.end()) {
       // A job this transaction did not read (JobCache always reads it
       // first); ask, as before batching.
       const std::string t = TimeText(row.received);
       PgResult r = Query(
-          "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret)"
-          " VALUES (" + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4)"
-          " ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING id",
+          "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret, job_day)"
+          " SELECT " + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4, part_day"
+          " FROM job WHERE id = " + Int(row.job_id) + " ON CONFLICT DO NOTHING RETURNING id",
           {O(t), OBool(row.success), OInt(row.retcode), O(*row.full_ret)});
       if (r.rows() == 0) return std::nullopt;
       return r.integer(0, 0);
@@ -415,9 +442,10 @@ class PostgresBackend final : public Backend {
     // First wins, decided here: the job's returned minions as read with the
     // job, plus this batch's. Another master storing the same return before
     // the commit fails the commit (brine_check_stored), and the replay sees it.
-    if (!known->second.insert(minion).second) return std::nullopt;
+    if (!known->second.returned.insert(minion).second) return std::nullopt;
     const ReturnId id = NextReturnId();
-    pending_returns_.push_back({id, row.job_id, minion, TimeText(row.received), row.success, row.retcode, *row.full_ret});
+    pending_returns_.push_back(
+        {id, row.job_id, minion, TimeText(row.received), row.success, row.retcode, *row.full_ret, known->second.day});
     if (pending_returns_.size() >= kReturnsPerInsert) Send(std::nullopt);
     return id;
   }
@@ -476,7 +504,7 @@ class PostgresBackend final : public Backend {
 
   CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override {
     Send(std::nullopt);
-    returned_.clear();  // returns may go
+    read_jobs_.clear();  // returns may go
     CleanResult result;
     std::int64_t budget = max_rows;
     // With rules by class, each row's class is the first glob that matches
@@ -494,7 +522,7 @@ class PostgresBackend final : public Backend {
           " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
       for (int i = 0; i < parts.rows(); ++i) {
         const std::string name(parts.text(i, 0));
-        const auto day = PartitionDay(name);
+        const auto day = PartitionDay(name, "event");
         if (!day || *day + 1 > DayOf(*drop_before)) continue;
         result.events += Db().Exec("SELECT count(*) FROM " + name).integer(0, 0);
         Db().Exec("DROP TABLE " + name);
@@ -521,6 +549,7 @@ class PostgresBackend final : public Backend {
       }
     }
     const ClassRegexes funs(retention.jobs_by_fun);
+    DropJobDays(retention, funs, result);
     for (std::size_t i = 0; i < retention.jobs_by_fun.size() && budget > 0; ++i) {
       if (!retention.jobs_by_fun[i].before) continue;
       DeleteOldJobs(*retention.jobs_by_fun[i].before, funs.Rule(i, "fun"), budget, result);
@@ -528,6 +557,84 @@ class PostgresBackend final : public Backend {
     if (retention.jobs_before && budget > 0) DeleteOldJobs(*retention.jobs_before, funs.None("fun"), budget, result);
     result.more = budget <= 0;
     return result;
+  }
+
+  // Drops whole days of returns and expected minions (migrations/postgres/0003),
+  // outside the row budget like the archive's days, and deletes those days'
+  // job rows. A day goes once no job first seen that day is kept, whatever
+  // its class. Only days before every job cut qualify: every job of such a
+  // day was seen before its cut, so one whose jid is no time (it ages by
+  // `seen`) is past it; a time jid is kept while its text is at or after its
+  // class's cut. (A jid that looks like a time but names no date, which ages
+  // by `seen` too, can only keep a day here, never drop one too early.)
+  // A day qualifies only with both its partitions: a day whose rows went to a
+  // default partition (created late, see EnsurePartitions) goes job by job.
+  void DropJobDays(const Retention& retention, const ClassRegexes& funs, CleanResult& result) {
+    std::optional<Micros> cut = retention.jobs_before;
+    for (const RetentionRule& r : retention.jobs_by_fun) {
+      if (r.before) cut = cut ? std::min(*cut, *r.before) : *r.before;
+    }
+    if (!cut) return;
+    std::map<std::int64_t, int> tables_of_day;  // 2: both partitions exist
+    PgResult parts = Db().Exec(
+        "SELECT c.relname, p.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+        " JOIN pg_class AS p ON p.oid = i.inhparent WHERE i.inhparent IN ('ret'::regclass, 'job_minion'::regclass)");
+    for (int i = 0; i < parts.rows(); ++i) {
+      const auto day = PartitionDay(parts.text(i, 0), parts.text(i, 1));
+      if (day && *day + 1 <= DayOf(*cut)) ++tables_of_day[*day];
+    }
+    if (tables_of_day.empty()) return;
+    // Two masters' retention would meet on the same days: one drops them.
+    if (Db().Exec("SELECT pg_try_advisory_xact_lock(" + Int(kRetentionLock) + ")").text(0, 0) != "t") return;
+    // A job of the day that is kept: of a class kept forever, or a time
+    // jid at or after its class's cut.
+    std::vector<std::string> values;
+    auto param = [&](std::string v) {
+      values.push_back(std::move(v));
+      return "$" + std::to_string(values.size() + 1);  // $1 is the day
+    };
+    auto numbered = [&](const SqlCondition& c) {
+      const int first = static_cast<int>(values.size()) + 2;
+      values.insert(values.end(), c.params.begin(), c.params.end());
+      return c.sql.empty() ? std::string("true") : c.Sql(first);
+    };
+    auto kept_from = [&](const std::optional<Micros>& before) {
+      return before ? " AND jid ~ '^[0-9]{20}(_|$)' AND jid >= " + param(FormatJid(*before)) : std::string();
+    };
+    std::string kept;
+    for (std::size_t i = 0; i < retention.jobs_by_fun.size(); ++i) {
+      const std::string cls = numbered(funs.Rule(i, "fun"));
+      kept += "(" + cls + kept_from(retention.jobs_by_fun[i].before) + ") OR ";
+    }
+    const std::string none = numbered(funs.None("fun"));
+    kept += "(" + none + kept_from(retention.jobs_before) + ")";
+    for (const auto& [day, tables] : tables_of_day) {
+      if (tables != 2) continue;
+      const std::string day_text = DayText(day, true);
+      std::vector<PgParam> params = {P(day_text)};
+      for (const std::string& v : values) params.push_back(P(v));
+      if (Db().Exec("SELECT 1 FROM job WHERE part_day = $1::date AND (" + kept + ") LIMIT 1", params).rows() > 0) {
+        continue;
+      }
+      const std::string ret_p = "ret_p" + DayText(day, false);
+      // The day's ids are a range in every index that names them, which
+      // keeps the archive's lookups below to index ranges.
+      PgResult ids = Db().Exec("SELECT min(id), max(id), count(*) FROM " + ret_p);
+      if (ids.integer(0, 2) > 0) {
+        // Archived events that outlive the day's returns get their payload back.
+        DetachEvents("ret_id BETWEEN " + std::string(ids.text(0, 0)) + " AND " + std::string(ids.text(0, 1)) +
+                     " AND e.ret_id IN (SELECT id FROM " + ret_p + ")");
+      }
+      PgResult jobs = Db().Exec("SELECT min(id), max(id) FROM job WHERE part_day = $1::date", {params[0]});
+      if (!jobs.null(0, 0)) {
+        Db().Exec("UPDATE event SET job_id = NULL WHERE job_id BETWEEN " + std::string(jobs.text(0, 0)) + " AND " +
+                      std::string(jobs.text(0, 1)) + " AND job_id IN (SELECT id FROM job WHERE part_day = $1::date)",
+                  {params[0]});
+      }
+      Db().Exec("DROP TABLE " + ret_p + ", job_minion_p" + DayText(day, false));
+      result.returns += ids.integer(0, 2);
+      result.jobs += Db().Exec("DELETE FROM job WHERE part_day = $1::date", {params[0]}).affected();
+    }
   }
 
   // Deletes jobs older than `before` for which `condition` holds, with their
@@ -592,7 +699,7 @@ class PostgresBackend final : public Backend {
 
   CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override {
     Send(std::nullopt);
-    returned_.clear();  // returns may go
+    read_jobs_.clear();  // returns may go
     CleanResult result;
     std::int64_t budget = max_rows;
     constexpr std::int64_t kRowsPerStep = 500;
@@ -1015,7 +1122,7 @@ class PostgresBackend final : public Backend {
     std::vector<PgStatement> all;
     if (begin_pending_) {
       begin_pending_ = false;
-      EnsureEventPartitions();  // DDL of its own, before the batch's transaction
+      EnsurePartitions();  // DDL of its own, before the batch's transaction
       all.push_back({"BEGIN", {}});
     }
     AppendReturnInserts(all);
@@ -1048,7 +1155,7 @@ class PostgresBackend final : public Backend {
   void AppendReturnInserts(std::vector<PgStatement>& out) {
     for (std::size_t done = 0; done < pending_returns_.size(); done += kReturnsPerInsert) {
       const std::size_t end = std::min(pending_returns_.size(), done + kReturnsPerInsert);
-      ArrayText id, job, minion, recv, success, retcode, full_ret;
+      ArrayText id, job, minion, recv, success, retcode, full_ret, day;
       for (std::size_t i = done; i < end; ++i) {
         PendingReturn& r = pending_returns_[i];
         id.Add(r.id);
@@ -1058,16 +1165,17 @@ class PostgresBackend final : public Backend {
         success.Add(r.success);
         retcode.Add(r.retcode);
         full_ret.Add(r.full_ret);
+        day.Add(r.day);
       }
       out.push_back(
-          {"WITH i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret) OVERRIDING SYSTEM VALUE"
-           " SELECT id, job_id, minion_id, to_timestamp(recv), success, retcode, full_ret"
+          {"WITH i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)"
+           " SELECT id, job_id, minion_id, to_timestamp(recv), success, retcode, full_ret, job_day"
            " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::double precision[], $5::boolean[], $6::bigint[],"
-           " $7::text[]) AS v (id, job_id, minion_id, recv, success, retcode, full_ret)"
-           " ON CONFLICT (job_id, minion_id) DO NOTHING RETURNING 1)"
-           " SELECT brine_check_stored((SELECT count(*) FROM i), $8::bigint)",
+           " $7::text[], $8::date[]) AS v (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)"
+           " ON CONFLICT DO NOTHING RETURNING 1)"
+           " SELECT brine_check_stored((SELECT count(*) FROM i), $9::bigint)",
            {O(id.Take()), O(job.Take()), O(minion.Take()), O(recv.Take()), O(success.Take()), O(retcode.Take()),
-            O(full_ret.Take()), O(Int(static_cast<std::int64_t>(end - done)))},
+            O(full_ret.Take()), O(day.Take()), O(Int(static_cast<std::int64_t>(end - done)))},
            true});
     }
     pending_returns_.clear();
@@ -1098,23 +1206,36 @@ class PostgresBackend final : public Backend {
     pending_events_.clear();
   }
 
-  // Creates the archive's partitions for yesterday, today and tomorrow (UTC)
-  // once a day, each in a transaction of its own. A day whose events already
-  // went to event_default (the database was down at midnight, say) keeps them
-  // there; so does a partition another master creates at the same moment.
-  void EnsureEventPartitions() {
+  // Creates the day partitions (kDayPartitioned) for yesterday, today and
+  // tomorrow (UTC) once a day, each in a transaction of its own. A day whose
+  // rows already went to the default partition (the database was down at
+  // midnight, say) keeps them there; so does a partition another master
+  // creates at the same moment.
+  void EnsurePartitions() {
     const std::int64_t today = DayOf(clock_->Now());
     if (today == partitions_day_) return;
-    for (std::int64_t day = today - 1; day <= today + 1; ++day) {
-      try {
-        db_->Exec("CREATE TABLE IF NOT EXISTS event_p" + DayText(day, false) + " PARTITION OF event FOR VALUES FROM ('" +
-                  DayText(day, true) + " 00:00:00+00') TO ('" + DayText(day + 1, true) + " 00:00:00+00')");
-      } catch (const PgError& e) {
-        // 23514: event_default holds rows of that day; 23505/42P07: created concurrently.
-        if (e.sqlstate() != "23514" && e.sqlstate() != "23505" && e.sqlstate() != "42P07") throw;
+    for (const std::string table : kDayPartitioned) {
+      // The archive is partitioned by a timestamptz, the job tables by a date.
+      const std::string from_suffix = table == "event" ? " 00:00:00+00" : "";
+      for (std::int64_t day = today - 1; day <= today + 1; ++day) {
+        try {
+          db_->Exec("CREATE TABLE IF NOT EXISTS " + table + "_p" + DayText(day, false) + " PARTITION OF " + table +
+                    " FOR VALUES FROM ('" + DayText(day, true) + from_suffix + "') TO ('" + DayText(day + 1, true) +
+                    from_suffix + "')");
+        } catch (const PgError& e) {
+          // 23514: the default partition holds rows of that day; 23505/42P07: created concurrently.
+          if (e.sqlstate() != "23514" && e.sqlstate() != "23505" && e.sqlstate() != "42P07") throw;
+        }
       }
     }
     partitions_day_ = today;
+  }
+
+  // The part_day of a job read in this transaction (nullopt inside: a job
+  // first seen before 0003), or nullptr when it was not read.
+  const std::optional<std::string>* DayOfJob(std::int64_t job) const {
+    auto it = read_jobs_.find(job);
+    return it == read_jobs_.end() ? nullptr : &it->second.day;
   }
 
   template <class F>
@@ -1323,7 +1444,7 @@ class PostgresBackend final : public Backend {
   std::int64_t master_row_ = 0;
   std::string draw_return_ids_;  // the statement drawing kReturnIdsPerDraw return ids
   bool begin_pending_ = false;
-  std::int64_t partitions_day_ = INT64_MIN;  // the day EnsureEventPartitions last ran for
+  std::int64_t partitions_day_ = INT64_MIN;  // the day EnsurePartitions last ran for
   // A return waiting for the next round trip, with the id already handed out.
   struct PendingReturn {
     ReturnId id;
@@ -1333,13 +1454,19 @@ class PostgresBackend final : public Backend {
     std::optional<bool> success;
     std::optional<std::int64_t> retcode;
     std::string full_ret;
+    std::optional<std::string> day;  // the job's part_day (NULL: before 0003)
   };
   // What waits for the next round trip (Send); dropped on rollback.
   std::vector<PgStatement> deferred_;
   std::vector<PendingReturn> pending_returns_;
   std::vector<EventRow> pending_events_;
-  // Per job read in this transaction: the minions with a stored or waiting return.
-  std::unordered_map<std::int64_t, std::unordered_set<std::int64_t>> returned_;
+  // A job read in this transaction: its part_day, and the minions with a
+  // stored or waiting return.
+  struct ReadJob {
+    std::optional<std::string> day;
+    std::unordered_set<std::int64_t> returned;
+  };
+  std::unordered_map<std::int64_t, ReadJob> read_jobs_;
   std::vector<ReturnId> free_return_ids_;  // drawn from ret's sequence, not yet used
   std::unordered_map<std::string, std::int64_t> minions_;  // dropped on rollback
 };
