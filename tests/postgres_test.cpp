@@ -546,6 +546,10 @@ TEST_CASE("postgres: retention drops whole days of jobs and returns as partition
   // 2024-01-02: a job that goes, and a state.apply job kept for ever, which
   // keeps its day's partitions.
   clock.Advance(day);
+  // Returns a day late keep their job's day, and first still wins (the job's
+  // returned minions are read from its own day's partition).
+  REQUIRE(s->Returner(Ret(a, "m1")).kind == ReturnOutcome::Kind::kRepeat);
+  REQUIRE(s->Returner(Ret(a, "m9")).kind == ReturnOutcome::Kind::kStored);
   const std::string b = "20240102120000000001", kept = "20240102120000000002";
   (void)job(b, "test.ping", {"m1"});
   (void)job(kept, "state.apply", {"m1"});
@@ -553,7 +557,7 @@ TEST_CASE("postgres: retention drops whole days of jobs and returns as partition
   clock.Advance(day);
   const std::string c = "20240103120000000001";
   (void)job(c, "test.ping", {"m1"});
-  REQUIRE(server.Query(uri, "SELECT count(*) FROM ret_p20240101") == "3\n");
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM ret_p20240101") == "4\n");
   REQUIRE(server.Query(uri, "SELECT count(*) FROM job_minion_p20240101") == "3\n");  // req's stub names m3
 
   // Keep jobs from 2024-01-03 00:00, state.* for ever, events for ever; a
@@ -563,7 +567,7 @@ TEST_CASE("postgres: retention drops whole days of jobs and returns as partition
                                     .jobs_by_fun = {{.glob = "state.*", .before = std::nullopt}}};
   auto r = s->ApplyRetention(retention, 1);
   REQUIRE(r.jobs == 3);
-  REQUIRE(r.returns == 4);
+  REQUIRE(r.returns == 5);
   REQUIRE(r.more);
   REQUIRE(partitions("ret") == "ret_default\nret_p20240102\nret_p20240103\nret_p20240104\n");
   REQUIRE(partitions("job_minion") ==
