@@ -91,6 +91,12 @@ std::vector<brine::store::Event> StoreReturns(brine::store::Store& s, const std:
   return events;
 }
 
+// The partitions of `table`, one name a line.
+std::string Partitions(PostgresServer& server, const std::string& uri, const std::string& table) {
+  return server.Query(uri, "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+                           " WHERE i.inhparent = '" + table + "'::regclass ORDER BY 1");
+}
+
 }  // namespace
 
 TEST_CASE("postgres: two masters starting at once migrate once, under the advisory lock", "[postgres]") {
@@ -481,11 +487,7 @@ TEST_CASE("postgres: retention drops whole days of archived events as partitions
   const brine::Micros t0 = brine::FromUnixMicros(1704110400000000);  // 2024-01-01 12:00:00 UTC
   brine::FakeClock clock{t0};
   auto s = OpenStore(uri, {.master_id = "m", .clock = &clock});
-  auto partitions = [&] {
-    return server.Query(uri,
-                        "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
-                        " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
-  };
+  auto partitions = [&] { return Partitions(server, uri, "event"); };
   // Yesterday, today and tomorrow exist from the start.
   REQUIRE(partitions() == "event_default\nevent_p20231231\nevent_p20240101\nevent_p20240102\n");
   auto archive = [&](brine::Micros at, int n) {
@@ -526,10 +528,7 @@ TEST_CASE("postgres: retention drops whole days of jobs and returns as partition
   const auto day = std::chrono::hours(24);
   brine::FakeClock clock{t0};
   auto s = OpenStore(uri, {.master_id = "m", .clock = &clock});
-  auto partitions = [&](const std::string& table) {
-    return server.Query(uri, "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
-                             " WHERE i.inhparent = '" + table + "'::regclass ORDER BY 1");
-  };
+  auto partitions = [&](const std::string& table) { return Partitions(server, uri, table); };
   REQUIRE(partitions("ret") == "ret_default\nret_p20231231\nret_p20240101\nret_p20240102\n");
   REQUIRE(partitions("job_minion") ==
           "job_minion_default\njob_minion_p20231231\njob_minion_p20240101\njob_minion_p20240102\n");

@@ -359,8 +359,8 @@ class PostgresBackend final : public Backend {
     // part_day, the day the job's returns and expected minions are
     // partitioned by, is the UTC day of `seen` (migrations/postgres/0003).
     const std::string t = TimeText(seen);
-    Defer("INSERT INTO job (jid, seen, part_day) VALUES ($1, to_timestamp($2), (to_timestamp($2) AT TIME ZONE 'UTC')::date)"
-          " ON CONFLICT (jid) DO NOTHING",
+    Defer("INSERT INTO job (jid, seen, part_day)"
+          " VALUES ($1, to_timestamp($2), (to_timestamp($2) AT TIME ZONE 'UTC')::date) ON CONFLICT (jid) DO NOTHING",
           {O(jid), O(t)}, Plan::kReuse);
     Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)}, Plan::kReuse);
     // The job's returns are in its day's partition. The day is a parameter
@@ -385,10 +385,11 @@ class PostgresBackend final : public Backend {
     std::optional<PgResult> again;
     if (read.day != guess) {
       // First seen on another day, or before 0003 (the default partition).
-      again = Query(read.day ? "SELECT string_agg(minion_id::text, ',') FROM ret WHERE job_id = $1::bigint AND job_day = $2::date"
-                             : "SELECT string_agg(minion_id::text, ',') FROM ret_default WHERE job_id = $1::bigint",
-                    read.day ? std::vector<Owned>{O(Int(s.id)), O(*read.day)} : std::vector<Owned>{O(Int(s.id))},
-                    Plan::kReuse);
+      again = read.day ? Query("SELECT string_agg(minion_id::text, ',') FROM ret"
+                               " WHERE job_id = $1::bigint AND job_day = $2::date",
+                               {O(Int(s.id)), O(*read.day)}, Plan::kReuse)
+                       : Query("SELECT string_agg(minion_id::text, ',') FROM ret_default WHERE job_id = $1::bigint",
+                               {O(Int(s.id))}, Plan::kReuse);
     }
     auto& minions = read.returned;
     minions.clear();
