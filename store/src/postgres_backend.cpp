@@ -433,16 +433,12 @@ class PostgresBackend final : public Backend {
     // The minions' ids as one array: the same statement for any list.
     ArrayText ids;
     for (std::int64_t id : MinionIds(minions)) ids.Add(id);
+    // The job's day as read with it; asked of its row when NULL (a job this
+    // transaction did not read, or one from before 0003, whose day is NULL).
     const std::optional<std::string>* day = DayOfJob(job);
-    if (day == nullptr) {
-      Defer("INSERT INTO job_minion (job_id, minion_id, job_day) SELECT $1::bigint, unnest($2::bigint[]),"
-            " (SELECT part_day FROM job WHERE id = $1::bigint) ON CONFLICT DO NOTHING",
-            {O(Int(job)), O(ids.Take())}, Plan::kReuse);
-      return;
-    }
-    Defer("INSERT INTO job_minion (job_id, minion_id, job_day) SELECT $1::bigint, unnest($2::bigint[]), $3::date"
-          " ON CONFLICT DO NOTHING",
-          {O(Int(job)), O(ids.Take()), *day ? O(**day) : ONull()}, Plan::kReuse);
+    Defer("INSERT INTO job_minion (job_id, minion_id, job_day) SELECT $1::bigint, unnest($2::bigint[]),"
+          " coalesce($3::date, (SELECT part_day FROM job WHERE id = $1::bigint)) ON CONFLICT DO NOTHING",
+          {O(Int(job)), O(ids.Take()), day != nullptr && *day ? O(**day) : ONull()}, Plan::kReuse);
   }
 
   std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {

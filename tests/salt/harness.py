@@ -29,6 +29,11 @@ def jid_now(n=0):
     return "{}{:06d}".format(time.strftime("%Y%m%d%H%M%S", time.gmtime()), n)
 
 
+def stamp_now():
+    """An event's _stamp of this second, for the same reason as jid_now."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000", time.gmtime())
+
+
 def load_module(path, opts, context=None):
     """Imports `path` as a fresh module and injects Salt's loader dunders
     (__opts__, __context__, __salt__, __grains__, __pillar__) as module

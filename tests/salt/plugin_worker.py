@@ -21,7 +21,7 @@ import signal
 import sys
 import time
 
-from harness import RETURNER_PATH, load_module
+from harness import RETURNER_PATH, load_module, stamp_now
 
 stop = False
 
@@ -56,7 +56,7 @@ def main():
     # Jids and stamps of now: a fixed day falls out of keep_jobs and retention
     # (every loop_interval) would purge what the test then looks for.
     hour = time.strftime("%Y%m%d%H", time.gmtime())
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000", time.gmtime())
+    stamp = stamp_now()
     while not stop:
         n += 1
         if mode == "returner":

@@ -19,7 +19,7 @@ import unittest
 import msgpack
 import zmq
 
-from harness import brine_run, jid_now, RETURNER_PATH, BrineMaster, MasterTestCase, load_module
+from harness import brine_run, jid_now, stamp_now, RETURNER_PATH, BrineMaster, MasterTestCase, load_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "plugin_worker.py")
@@ -60,7 +60,7 @@ def flood(endpoint, stop):
     sock = ctx.socket(zmq.PUSH)
     sock.setsockopt(zmq.LINGER, 0)
     sock.connect(endpoint)
-    frame = b"salt/flood/event\n\n" + msgpack.packb({"payload": "x" * 400, "_stamp": time.strftime("%Y-%m-%dT%H:%M:%S.000000", time.gmtime())})
+    frame = b"salt/flood/event\n\n" + msgpack.packb({"payload": "x" * 400, "_stamp": stamp_now()})
     sent = 0
     while not stop.is_set():
         try:
