@@ -275,6 +275,11 @@ TEST_CASE("postgres: a batch's writes are parsed and planned once per connection
   // still waiting for the commit.
   REQUIRE(runs["INSERT INTO job "] == 11);
   REQUIRE(runs["INSERT INTO job_minion"] == 10);
+  // A batch's returns and events go as one INSERT each with its COMMIT, not
+  // one each time a job is read: the three committed batches, and nothing of
+  // the rolled-back one, whose rows were still waiting.
+  REQUIRE(runs["WITH i AS (INSERT INTO ret"] == 3);
+  REQUIRE(runs["INSERT INTO event"] == 3);
   REQUIRE(server.Query(uri, "SELECT count(*) FROM ret") == "66\n");
   REQUIRE(server.Query(uri, "SELECT count(*) FROM job_minion") == "66\n");
   REQUIRE(server.Query(uri, "SELECT count(*), min(data), max(data) FROM event WHERE tag = 'salt/auth'") ==

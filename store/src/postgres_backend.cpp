@@ -369,7 +369,7 @@ class PostgresBackend final : public Backend {
     // prunes the other partitions before it opens them; a wrong guess costs
     // one more round trip.
     const std::string guess = DayText(DayOf(seen), true);
-    PgResult r = Query(
+    PgResult r = QueryAhead(
         "SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions,"
         " (SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id AND r.job_day = $2::date),"
         " part_day::text FROM job WHERE jid = $1",
@@ -385,14 +385,15 @@ class PostgresBackend final : public Backend {
     std::optional<PgResult> again;
     if (read.day != guess) {
       // First seen on another day, or before 0003 (the default partition).
-      again = read.day ? Query("SELECT string_agg(minion_id::text, ',') FROM ret"
-                               " WHERE job_id = $1::bigint AND job_day = $2::date",
-                               {O(Int(s.id)), O(*read.day)}, Plan::kReuse)
-                       : Query("SELECT string_agg(minion_id::text, ',') FROM ret_default WHERE job_id = $1::bigint",
-                               {O(Int(s.id))}, Plan::kReuse);
+      again = read.day ? QueryAhead("SELECT string_agg(minion_id::text, ',') FROM ret"
+                                    " WHERE job_id = $1::bigint AND job_day = $2::date",
+                                    {O(Int(s.id)), O(*read.day)}, Plan::kReuse)
+                       : QueryAhead("SELECT string_agg(minion_id::text, ',') FROM ret_default WHERE job_id = $1::bigint",
+                                    {O(Int(s.id))}, Plan::kReuse);
     }
+    // Added to what this batch knows already: a job named again in the batch
+    // may have returns that wait, which the read above cannot see.
     auto& minions = read.returned;
-    minions.clear();
     std::string_view list = again ? again->text(0, 0) : r.text(0, 5);
     while (!list.empty()) {
       const auto comma = list.find(',');
@@ -1131,21 +1132,35 @@ class PostgresBackend final : public Backend {
     return *Send(PgStatement{std::move(sql), std::move(params), plan == Plan::kReuse});
   }
 
+  // The same for a statement that reads neither the batch's waiting returns
+  // nor its events: those keep waiting (a job's own returns are in its
+  // ReadJob), so a batch sends one INSERT of each, not one per job it names.
+  // The statements per job had cost the server a third of its time at full
+  // ingest (docs/performance.md, issue 16 round 7).
+  PgResult QueryAhead(std::string sql, std::vector<Owned> params, Plan plan) {
+    return *Send(PgStatement{std::move(sql), std::move(params), plan == Plan::kReuse}, Rows::kMayWait);
+  }
+
+  // Rows::kMayWait: the waiting returns and events stay for a later round
+  // trip. No deferred write names them: the writes that do (ReplaceReturn's,
+  // DetachEvents') are deferred after a Query, which sent them.
+  enum class Rows { kSend, kMayWait };
+
   // One round trip: BEGIN if the batch has not begun, the batch's returns,
   // the deferred writes in order, its events, then `last` (if any), whose
   // result is returned. Returns go first: events and later statements name
   // them, and they need nothing that waits (jobs and minions exist already).
-  std::optional<PgResult> Send(std::optional<PgStatement> last) {
+  std::optional<PgResult> Send(std::optional<PgStatement> last, Rows rows = Rows::kSend) {
     std::vector<PgStatement> all;
     if (begin_pending_) {
       begin_pending_ = false;
       EnsurePartitions();  // DDL of its own, before the batch's transaction
       all.push_back({"BEGIN", {}});
     }
-    AppendReturnInserts(all);
+    if (rows == Rows::kSend) AppendReturnInserts(all);
     for (PgStatement& st : deferred_) all.push_back(std::move(st));
     deferred_.clear();
-    AppendEventInserts(all);
+    if (rows == Rows::kSend) AppendEventInserts(all);
     const bool has_last = last.has_value();
     if (has_last) all.push_back(std::move(*last));
     if (all.empty()) return std::nullopt;
@@ -1158,7 +1173,7 @@ class PostgresBackend final : public Backend {
   // (ids drawn and not used are skipped, as any sequence's after a rollback).
   ReturnId NextReturnId() {
     if (free_return_ids_.empty()) {
-      PgResult r = Query(draw_return_ids_, {}, Plan::kReuse);
+      PgResult r = QueryAhead(draw_return_ids_, {}, Plan::kReuse);
       for (int i = 0; i < r.rows(); ++i) free_return_ids_.push_back(r.integer(i, 0));
     }
     const ReturnId id = free_return_ids_.back();
@@ -1402,12 +1417,12 @@ class PostgresBackend final : public Backend {
     }
     if (unknown.empty()) return ids;
     array += "]";
-    PgResult r = Query(
+    PgResult r = QueryAhead(
         "WITH n AS (SELECT DISTINCT value AS name FROM json_array_elements_text($1::json)),"
         " i AS (INSERT INTO minion (name) SELECT name FROM n ORDER BY name ON CONFLICT (name) DO NOTHING"
         "  RETURNING id, name)"
         " SELECT id, name FROM i UNION ALL SELECT m.id, m.name FROM minion AS m JOIN n ON n.name = m.name",
-        {O(std::move(array))});
+        {O(std::move(array))}, Plan::kOnce);
     for (int row = 0; row < r.rows(); ++row) minions_[std::string(r.text(row, 1))] = r.integer(row, 0);
     for (std::size_t i : unknown) {
       if (auto it = minions_.find(names[i]); it != minions_.end()) {
