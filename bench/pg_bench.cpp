@@ -369,9 +369,10 @@ ScaleFigures ScaleRun(const Args& args, PostgresServer& server, const fs::path& 
     const std::string hi = std::to_string(std::stoll(base) + kSampleJobs + (chunk + 1) * per_chunk);
     const std::string range = " WHERE c.id >= " + lo + " AND c.id < " + hi;
     pg.One("BEGIN");
-    pg.One("INSERT INTO job (id, jid, fun, load, load_kind, stub_minions, metadata, nocache, endtime, seen)"
-           " OVERRIDING SYSTEM VALUE SELECT c.id, c.jid, s.fun, replace(s.load, s.jid, c.jid), s.load_kind,"
-           " s.stub_minions, s.metadata, s.nocache, s.endtime, c.t FROM copy AS c JOIN sample AS s ON s.id = c.sid" +
+    pg.One("INSERT INTO job (id, jid, fun, load, load_kind, stub_minions, metadata, nocache, endtime, seen,"
+           " start_time, load_user) OVERRIDING SYSTEM VALUE SELECT c.id, c.jid, s.fun, replace(s.load, s.jid, c.jid),"
+           " s.load_kind, s.stub_minions, s.metadata, s.nocache, s.endtime, c.t, brine_start_time(c.jid, c.t),"
+           " s.load_user FROM copy AS c JOIN sample AS s ON s.id = c.sid" +
            range + " ORDER BY c.id");
     pg.One("INSERT INTO job_minion (job_id, minion_id) SELECT c.id, jm.minion_id FROM copy AS c"
            " JOIN job_minion AS jm ON jm.job_id = c.sid" + range + " ORDER BY c.id, jm.minion_id");

@@ -109,7 +109,7 @@ TEST_CASE("postgres: two masters starting at once migrate once, under the adviso
     starters.emplace_back([&, i] {
       try {
         auto s = OpenStore(uri, {.master_id = "master" + std::to_string(i)});
-        if (s->SchemaVersion() != 3) ++failures;
+        if (s->SchemaVersion() != 4) ++failures;
       } catch (const std::exception&) {
         ++failures;
       }
@@ -270,15 +270,13 @@ TEST_CASE("postgres: a batch's writes are parsed and planned once per connection
     INFO(head);
     REQUIRE(under.size() == 1);
   }
-  // One expected-minions write a job, though each list was given twice: 11
-  // jobs, the rolled-back two included, whose second job's minions were
-  // still waiting for the commit.
-  REQUIRE(runs["INSERT INTO job "] == 11);
-  REQUIRE(runs["INSERT INTO job_minion"] == 10);
-  // A batch's returns and events go as one INSERT each with its COMMIT, not
-  // one each time a job is read: the three committed batches, and nothing of
-  // the rolled-back one, whose rows were still waiting.
+  REQUIRE(runs["INSERT INTO job "] == 11);  // 11 jobs, the rolled-back two included
+  // A batch's returns, expected minions and events go as one INSERT each
+  // with its COMMIT, not one each time a job is read (nor a second one for
+  // the list given twice): the three committed batches, and nothing of the
+  // rolled-back one, whose rows were still waiting.
   REQUIRE(runs["WITH i AS (INSERT INTO ret"] == 3);
+  REQUIRE(runs["INSERT INTO job_minion"] == 3);
   REQUIRE(runs["INSERT INTO event"] == 3);
   REQUIRE(server.Query(uri, "SELECT count(*) FROM ret") == "66\n");
   REQUIRE(server.Query(uri, "SELECT count(*) FROM job_minion") == "66\n");
@@ -606,11 +604,13 @@ TEST_CASE("postgres: a store made before the job partitions keeps its rows, and 
   (void)server.Query(uri, "CREATE TABLE brine_schema (version integer NOT NULL); INSERT INTO brine_schema VALUES (2);"
                           " INSERT INTO minion (name) VALUES ('m1'), ('m2');"
                           " INSERT INTO job (jid, fun, load, load_kind, seen) VALUES ('" + old +
-                          "', 'test.ping', '{\"fun\":\"test.ping\"}', 3, now());"
+                          "', 'test.ping', '{\"fun\":\"test.ping\",\"user\":\"alice\"}', 3, now());"
                           " INSERT INTO job_minion VALUES (1, 1), (1, 2);"
                           " INSERT INTO ret (job_id, minion_id, recv, full_ret) VALUES (1, 1, now(), '" + ret_m1 + "')");
   auto s = OpenStore(uri, {.master_id = "m"});
-  REQUIRE(s->SchemaVersion() == 3);
+  REQUIRE(s->SchemaVersion() == 4);
+  // 0004 filled the old job's start time and user from its jid and load.
+  REQUIRE(server.Query(uri, "SELECT start_time, \"user\" FROM jids") == "2024-01-01 12:00:00.000001+00|alice\n");
   REQUIRE(server.Query(uri, "SELECT count(*), count(job_day) FROM ret_default") == "1|0\n");
   // The old job's returns stay beside its first one: a repeat is a repeat,
   // and m2's return lands in the default partition too.
@@ -632,6 +632,50 @@ TEST_CASE("postgres: a store made before the job partitions keeps its rows, and 
   REQUIRE(server.Query(uri, "SELECT count(*) FROM ret_default") == "0\n");
   REQUIRE(server.Query(uri, "SELECT count(*) FROM job_minion_default") == "0\n");
   REQUIRE(s->GetJid(jid).as_map().size() == 1);
+}
+
+TEST_CASE("postgres: a job's start time and user are columns its writer fills, by the rules of 0002's expressions",
+          "[postgres]") {
+  // 0004 made them columns (0002 indexed brine_start_time and
+  // brine_load_field, at a PL/pgSQL call and a jsonb parse of the load each,
+  // several times a job). Whatever the writer sends must equal what those
+  // expressions give, for every kind of user and jid.
+  BRINE_REQUIRE_POSTGRES();
+  PostgresServer& server = PostgresServer::Shared();
+  const std::string uri = server.CreateDatabase();
+  auto s = OpenStore(uri);
+  const std::vector<std::pair<std::string, std::string>> users = {
+      {"20240101120000000001", R"("root")"},
+      {"20240101120000000002", R"("j\u00fcrgen \"quoted\" \\ name")"},
+      {"20240101120000000003", "5"},
+      {"20240101120000000004", R"(["a", "b"])"},
+      {"20240101120000000005", "null"},
+      {"20240101120000000006", R"("nul \u0000 inside")"},  // text holds no NUL: the load falls back as a whole
+      {"20241399120000000007", R"("bad date")"},            // month 13: the jid is no time
+      {"not-a-time-jid", R"("sudo_bob")"},
+  };
+  for (const auto& [jid, user] : users) {
+    s->SaveLoad(jid, ParseJson(R"({"fun":"test.ping","tgt":"*","user":)" + user + "}"), std::nullopt);
+  }
+  s->SaveLoad("20240101120000000008", ParseJson(R"({"fun":"test.ping","tgt":"*"})"), std::nullopt);
+  // A return before its publish: the stub load takes the return's user.
+  auto ret = Ret("20240101120000000009", "m1");
+  ret.Set("user", "carol");
+  REQUIRE(s->Returner(ret).kind == ReturnOutcome::Kind::kStored);
+
+  REQUIRE(server.Query(uri, "SELECT count(*) FROM job WHERE start_time IS DISTINCT FROM brine_start_time(jid, seen)"
+                            " OR load_user IS DISTINCT FROM brine_load_field(load, 'user')") == "0\n");
+  REQUIRE(server.Query(uri, "SELECT jid, \"user\" FROM jids WHERE \"user\" IS NOT NULL ORDER BY jid") ==
+          "20240101120000000001|root\n"
+          "20240101120000000002|j\u00fcrgen \"quoted\" \\ name\n"
+          "20240101120000000003|5\n"
+          "20240101120000000004|[\"a\", \"b\"]\n"
+          "20240101120000000009|carol\n"
+          "20241399120000000007|bad date\n"
+          "not-a-time-jid|sudo_bob\n");
+  REQUIRE(server.Query(uri, "SELECT start_time FROM jids WHERE jid IN ('20240101120000000001', '20241399120000000007')"
+                            " ORDER BY jid") ==
+          "2024-01-01 12:00:00.000001+00\n" + server.Query(uri, "SELECT seen FROM job WHERE jid = '20241399120000000007'"));
 }
 
 TEST_CASE("postgres: every forensic query of docs/schema.md runs as written and finds its rows", "[postgres][docs]") {
@@ -689,8 +733,9 @@ TEST_CASE("postgres: every forensic query of docs/schema.md runs as written and 
       REQUIRE(text.find("|alice|web*|glob") != std::string::npos);
     }
   }
-  // The windows reach the expression indexes (the planner may still prefer a
-  // scan of a tiny table: force its hand to see that it can).
+  // The windows reach the indexes of the start_time and load_user columns
+  // (0004; the planner may still prefer a scan of a tiny table: force its
+  // hand to see that it can).
   const std::string plan = server.Query(
       uri, "SET enable_seqscan = off; EXPLAIN SELECT jid FROM jids WHERE start_time > now() - interval '1 day'");
   INFO(plan);

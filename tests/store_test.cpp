@@ -443,6 +443,23 @@ TEST_CASE("store: a return before its publish gets a stub that the publish repla
   REQUIRE(ToJson(*s->GetLoad(jid).Find("Minions")) == R"(["web1","web2","web3"])");
 }
 
+TEST_CASE("store: in one batch, the publish drops the minion a return's stub guessed, and its own list stays",
+          "[store]") {
+  // The writes of a batch may wait for its commit (PostgreSQL sends the
+  // expected minions with it): the stub's guess must not outlive the publish.
+  Fixture f;
+  auto s = f.Open();
+  const std::string jid = "20240101120000000004";
+  {
+    auto batch = s->BeginBatch();
+    REQUIRE(s->Returner(Ret(jid, "web3", "up 3 days")).kind == ReturnOutcome::Kind::kStored);
+    s->SaveLoad(jid, J(R"({"fun":"test.ping","tgt":"web[12]","tgt_type":"glob"})"), Strings({"web1", "web2"}));
+    batch.Commit();
+  }
+  REQUIRE(ToJson(*s->GetLoad(jid).Find("Minions")) == R"(["web1","web2"])");
+  REQUIRE(f.Q("SELECT minion FROM jid_missing ORDER BY minion") == "web1\nweb2\n");
+}
+
 TEST_CASE("store: save_load from Salt keeps the publish load over a return's and an event's (case C6)",
           "[store]") {
   Fixture f;

@@ -51,6 +51,14 @@ inline StoredJob::Origin OriginOf(int load_kind) {
   return StoredJob::Origin::kNone;
 }
 
+// The members of a publish load a backend may keep in columns beside its
+// JSON text (PostgreSQL indexes them as columns the writer fills; SQLite
+// derives them from the text).
+struct LoadMembers {
+  const std::string* fun = nullptr;  // load.fun, when a string
+  const Value* user = nullptr;       // load.user, of any type; nullptr: absent
+};
+
 // What JobCache needs to know about a job row.
 struct JobState {
   std::int64_t id = 0;
@@ -111,13 +119,14 @@ class Backend {
   // The row of `jid`, created (seen at `seen`) when missing.
   virtual JobState GetOrCreateJob(const std::string& jid, Micros seen) = 0;
   virtual void SetNocache(std::int64_t job) = 0;
-  // Sets the load (its `fun`, `kind`) unless the job holds a kCachePublish
-  // load and `kind` is not kCachePublish; sets the metadata where it is NULL.
-  virtual void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
+  // Sets the load (its `members`, `kind`) unless the job holds a
+  // kCachePublish load and `kind` is not kCachePublish; sets the metadata
+  // where it is NULL.
+  virtual void PutLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members, LoadKind kind,
                        const std::optional<std::string>& metadata_json) = 0;
   // Sets a stub load (kStub, stub minions) unless the job has a load, and
   // adds `minion` to the expected minions.
-  virtual void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
+  virtual void PutStubLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members,
                            std::string_view minion) = 0;
   // Drops the expected minions and clears the stub-minions mark.
   virtual void DropStubMinions(std::int64_t job) = 0;

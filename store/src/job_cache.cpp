@@ -479,11 +479,13 @@ class JobCache final : public Store {
     return h == 0 ? 1 : h;
   }
 
+  static LoadMembers MembersOf(const Value& load) { return {.fun = load.FindString("fun"), .user = load.Find("user")}; }
+
   // `load_json`: ToJson(load) when the caller made it, else nullptr.
   void PutLoad(JobState& job, const Value& load, LoadKind kind, const std::string* load_json = nullptr) {
     const Value* metadata = LoadMetadata(load);
     const std::string encoded = load_json != nullptr ? std::string() : ToJson(load);
-    backend_->PutLoad(job.id, load_json != nullptr ? *load_json : encoded, load.FindString("fun"), kind,
+    backend_->PutLoad(job.id, load_json != nullptr ? *load_json : encoded, MembersOf(load), kind,
                       metadata ? std::optional(ToJson(*metadata)) : std::nullopt);
     job.load_kind = kind;
     if (metadata != nullptr) job.has_metadata = true;
@@ -502,8 +504,7 @@ class JobCache final : public Store {
     stub.Set("tgt", *ret.Find("id"));
     stub.Set("tgt_type", "glob");
     if (const Value* user = ret.Find("user")) stub.Set("user", *user);
-    backend_->PutStubLoad(job.id, ToJson(stub), fun != nullptr && fun->is_string() ? &fun->as_string() : nullptr,
-                          minion);
+    backend_->PutStubLoad(job.id, ToJson(stub), MembersOf(stub), minion);
     job.load_kind = LoadKind::kStub;
     job.stub_minions = true;
   }

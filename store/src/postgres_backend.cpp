@@ -25,6 +25,7 @@
 #include "brine/core/glob.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "brine/core/utf8.h"
 #include "job_cache.h"
 #include "migrations.h"
 #include "postgres_connection.h"
@@ -39,6 +40,7 @@ constexpr std::int64_t kRetentionLock = 0x6272696e6572L;  // "briner"
 // Rows per multi-row INSERT (PostgreSQL allows 65535 parameters a statement).
 constexpr std::size_t kEventsPerInsert = 8000;
 constexpr std::size_t kReturnsPerInsert = 8000;
+constexpr std::size_t kExpectedPerInsert = 8000;
 // Waiting writes that make a round trip of their own (memory bound).
 constexpr std::size_t kMaxDeferred = 4 * PgConnection::kPipelineChunk;
 // Return ids drawn from ret's sequence per round trip.
@@ -331,6 +333,7 @@ class PostgresBackend final : public Backend {
     begin_pending_ = false;
     pending_events_.clear();
     pending_returns_.clear();
+    pending_expected_.clear();
     deferred_.clear();
     read_jobs_.clear();
     minions_.clear();
@@ -359,8 +362,10 @@ class PostgresBackend final : public Backend {
     // part_day, the day the job's returns and expected minions are
     // partitioned by, is the UTC day of `seen` (migrations/postgres/0003).
     const std::string t = TimeText(seen);
-    Defer("INSERT INTO job (jid, seen, part_day)"
-          " VALUES ($1, to_timestamp($2), (to_timestamp($2) AT TIME ZONE 'UTC')::date) ON CONFLICT (jid) DO NOTHING",
+    // start_time: brine_start_time's rule, once per row (migrations/postgres/0004).
+    Defer("INSERT INTO job (jid, seen, part_day, start_time)"
+          " VALUES ($1, to_timestamp($2), (to_timestamp($2) AT TIME ZONE 'UTC')::date,"
+          " brine_start_time($1, to_timestamp($2))) ON CONFLICT (jid) DO NOTHING",
           {O(jid), O(t)}, Plan::kReuse);
     Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)}, Plan::kReuse);
     // The job's returns are in its day's partition. The day is a parameter
@@ -407,39 +412,45 @@ class PostgresBackend final : public Backend {
     Defer("UPDATE job SET nocache = true WHERE id = $1", {O(Int(job))}, Plan::kReuse);
   }
 
-  void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
+  void PutLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members, LoadKind kind,
                const std::optional<std::string>& metadata_json) override {
-    Defer("UPDATE job SET load = $1, fun = $2, load_kind = $3::smallint, metadata = coalesce(metadata, $4)"
+    auto [user, ask] = UserParams(members.user);
+    Defer("UPDATE job SET load = $1, fun = $2, load_kind = $3::smallint, metadata = coalesce(metadata, $4),"
+          " load_user = CASE WHEN $7::boolean THEN brine_load_field($1, 'user') ELSE $6 END"
           " WHERE id = $5::bigint AND (load_kind <> 3 OR $3::smallint = 3)",
-          {O(load_json), fun ? O(*fun) : ONull(), O(Int(static_cast<int>(kind))),
-           metadata_json ? O(*metadata_json) : ONull(), O(Int(job))},
+          {O(load_json), members.fun ? O(*members.fun) : ONull(), O(Int(static_cast<int>(kind))),
+           metadata_json ? O(*metadata_json) : ONull(), O(Int(job)), std::move(user), std::move(ask)},
           Plan::kReuse);
   }
 
-  void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
+  void PutStubLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members,
                    std::string_view minion) override {
-    Defer("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true WHERE id = $3::bigint AND load_kind = 0",
-          {O(load_json), fun ? O(*fun) : ONull(), O(Int(job))}, Plan::kReuse);
+    auto [user, ask] = UserParams(members.user);
+    Defer("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true,"
+          " load_user = CASE WHEN $5::boolean THEN brine_load_field($1, 'user') ELSE $4 END"
+          " WHERE id = $3::bigint AND load_kind = 0",
+          {O(load_json), members.fun ? O(*members.fun) : ONull(), O(Int(job)), std::move(user), std::move(ask)},
+          Plan::kReuse);
     const std::string m(minion);
     AddExpected(job, std::span(&m, 1));
   }
 
   void DropStubMinions(std::int64_t job) override {
+    // The job's expected minions that wait would go with the rows: they go
+    // now (the DELETE, deferred, is sent ahead of what waits).
+    std::erase_if(pending_expected_, [job](const PendingExpected& e) { return e.job == job; });
     Defer("DELETE FROM job_minion WHERE job_id = " + Int(job));
     Defer("UPDATE job SET stub_minions = false WHERE id = " + Int(job));
   }
 
   void AddExpected(std::int64_t job, std::span<const std::string> minions) override {
     if (minions.empty()) return;
-    // The minions' ids as one array: the same statement for any list.
-    ArrayText ids;
-    for (std::int64_t id : MinionIds(minions)) ids.Add(id);
     // The job's day as read with it; asked of its row when NULL (a job this
     // transaction did not read, or one from before 0003, whose day is NULL).
-    const std::optional<std::string>* day = DayOfJob(job);
-    Defer("INSERT INTO job_minion (job_id, minion_id, job_day) SELECT $1::bigint, unnest($2::bigint[]),"
-          " coalesce($3::date, (SELECT part_day FROM job WHERE id = $1::bigint)) ON CONFLICT DO NOTHING",
-          {O(Int(job)), O(ids.Take()), day != nullptr && *day ? O(**day) : ONull()}, Plan::kReuse);
+    const std::optional<std::string>* read_day = DayOfJob(job);
+    const std::optional<std::string> day = read_day != nullptr ? *read_day : std::nullopt;
+    for (std::int64_t id : MinionIds(minions)) pending_expected_.push_back({job, id, day});
+    if (pending_expected_.size() >= kExpectedPerInsert) Send(std::nullopt);
   }
 
   std::optional<ReturnId> InsertReturn(const ReturnRow& row) override {
@@ -1112,7 +1123,9 @@ class PostgresBackend final : public Backend {
     return *db_;
   }
 
-  bool Waiting() const { return !deferred_.empty() || !pending_returns_.empty() || !pending_events_.empty(); }
+  bool Waiting() const {
+    return !deferred_.empty() || !pending_returns_.empty() || !pending_expected_.empty() || !pending_events_.empty();
+  }
 
   // Plan::kReuse: the SQL text is the same whatever the data (every value a
   // parameter), so the connection parses and plans it once (PgStatement::reuse).
@@ -1141,15 +1154,18 @@ class PostgresBackend final : public Backend {
     return *Send(PgStatement{std::move(sql), std::move(params), plan == Plan::kReuse}, Rows::kMayWait);
   }
 
-  // Rows::kMayWait: the waiting returns and events stay for a later round
-  // trip. No deferred write names them: the writes that do (ReplaceReturn's,
-  // DetachEvents') are deferred after a Query, which sent them.
+  // Rows::kMayWait: the waiting returns, expected minions and events stay for
+  // a later round trip. No deferred write needs them: the writes that name
+  // returns or events (ReplaceReturn's, DetachEvents') are deferred after a
+  // Query, which sent them, and DropStubMinions drops the job's waiting
+  // expected minions with its DELETE.
   enum class Rows { kSend, kMayWait };
 
   // One round trip: BEGIN if the batch has not begun, the batch's returns,
-  // the deferred writes in order, its events, then `last` (if any), whose
-  // result is returned. Returns go first: events and later statements name
-  // them, and they need nothing that waits (jobs and minions exist already).
+  // the deferred writes in order, its expected minions and events, then
+  // `last` (if any), whose result is returned. Returns go first: events and
+  // later statements name them, and they need nothing that waits (jobs and
+  // minions exist already).
   std::optional<PgResult> Send(std::optional<PgStatement> last, Rows rows = Rows::kSend) {
     std::vector<PgStatement> all;
     if (begin_pending_) {
@@ -1160,13 +1176,30 @@ class PostgresBackend final : public Backend {
     if (rows == Rows::kSend) AppendReturnInserts(all);
     for (PgStatement& st : deferred_) all.push_back(std::move(st));
     deferred_.clear();
-    if (rows == Rows::kSend) AppendEventInserts(all);
+    if (rows == Rows::kSend) {
+      AppendExpectedInserts(all);  // after the deferred: a DropStubMinions' DELETE goes first
+      AppendEventInserts(all);
+    }
     const bool has_last = last.has_value();
     if (has_last) all.push_back(std::move(*last));
     if (all.empty()) return std::nullopt;
     std::vector<PgResult> results = db_->ExecPipeline(all);
     if (!has_last) return std::nullopt;
     return std::move(results.back());
+  }
+
+  // The parameters of job.load_user (migrations/postgres/0004): the load's
+  // user as it is when a string PostgreSQL's text can hold (valid UTF-8, no
+  // NUL), with `ask` false; otherwise none, and `ask` true so that the server
+  // reads it from the load's text as 0002's expression did
+  // (brine_load_field: a number's or a list's JSON text, or NULL).
+  static std::pair<Owned, Owned> UserParams(const Value* user) {
+    if (user == nullptr || user->is_null()) return {ONull(), O("f")};
+    if (user->is_string() && IsValidUtf8(user->as_string()) &&
+        user->as_string().find('\0') == std::string::npos) {
+      return {O(user->as_string()), O("f")};
+    }
+    return {ONull(), O("t")};
   }
 
   // The next return id from ret's identity sequence, drawn 1000 at a time
@@ -1211,6 +1244,27 @@ class PostgresBackend final : public Backend {
            true});
     }
     pending_returns_.clear();
+  }
+
+  // The waiting expected minions of every job, as INSERTs of up to
+  // kExpectedPerInsert rows (one per batch, not one per job: a statement's
+  // own cost on the server was most of a job's ten rows').
+  void AppendExpectedInserts(std::vector<PgStatement>& out) {
+    for (std::size_t done = 0; done < pending_expected_.size(); done += kExpectedPerInsert) {
+      const std::size_t end = std::min(pending_expected_.size(), done + kExpectedPerInsert);
+      ArrayText job, minion, day;
+      for (std::size_t i = done; i < end; ++i) {
+        const PendingExpected& e = pending_expected_[i];
+        job.Add(e.job);
+        minion.Add(e.minion);
+        day.Add(e.day);
+      }
+      out.push_back({"INSERT INTO job_minion (job_id, minion_id, job_day)"
+                     " SELECT j, m, coalesce(d, (SELECT part_day FROM job WHERE id = j))"
+                     " FROM unnest($1::bigint[], $2::bigint[], $3::date[]) AS u (j, m, d) ON CONFLICT DO NOTHING",
+                     {O(job.Take()), O(minion.Take()), O(day.Take())}, true});
+    }
+    pending_expected_.clear();
   }
 
   // The waiting events, in order, as INSERTs of up to kEventsPerInsert rows
@@ -1491,6 +1545,13 @@ class PostgresBackend final : public Backend {
   // What waits for the next round trip (Send); dropped on rollback.
   std::vector<PgStatement> deferred_;
   std::vector<PendingReturn> pending_returns_;
+  // An expected minion waiting for the next round trip.
+  struct PendingExpected {
+    std::int64_t job;
+    std::int64_t minion;
+    std::optional<std::string> day;  // the job's part_day as read (NULL: ask its row)
+  };
+  std::vector<PendingExpected> pending_expected_;
   std::vector<EventRow> pending_events_;
   // A job read in this transaction: its part_day, and the minions with a
   // stored or waiting return.

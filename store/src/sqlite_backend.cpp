@@ -28,6 +28,7 @@ using detail::Backend;
 using detail::EventRow;
 using detail::JobState;
 using detail::LoadKind;
+using detail::LoadMembers;
 using detail::Op;
 using detail::ReturnRow;
 using detail::RethrowAsStoreError;
@@ -314,13 +315,14 @@ class SqliteBackend final : public Backend {
     q.exec();
   }
 
-  void PutLoad(std::int64_t job, const std::string& load_json, const std::string* fun, LoadKind kind,
+  // `user` is a generated column here (0004_forensics): members.fun only.
+  void PutLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members, LoadKind kind,
                const std::optional<std::string>& metadata_json) override {
     auto& q = Stmt(
         "UPDATE job SET load = ?, fun = ?, load_kind = ?,"
         " metadata = coalesce(metadata, ?) WHERE id = ? AND (load_kind <> 3 OR ? = 3)");
     q.bind(1, load_json);
-    BindOptionalText(q, 2, fun ? std::optional(*fun) : std::nullopt);
+    BindOptionalText(q, 2, members.fun ? std::optional(*members.fun) : std::nullopt);
     q.bind(3, static_cast<int>(kind));
     BindOptionalText(q, 4, metadata_json);
     q.bind(5, job);
@@ -328,11 +330,11 @@ class SqliteBackend final : public Backend {
     q.exec();
   }
 
-  void PutStubLoad(std::int64_t job, const std::string& load_json, const std::string* fun,
+  void PutStubLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members,
                    std::string_view minion) override {
     auto& q = Stmt("UPDATE job SET load = ?, fun = ?, load_kind = 1, stub_minions = 1 WHERE id = ? AND load_kind = 0");
     q.bind(1, load_json);
-    BindOptionalText(q, 2, fun ? std::optional(*fun) : std::nullopt);
+    BindOptionalText(q, 2, members.fun ? std::optional(*members.fun) : std::nullopt);
     q.bind(3, job);
     q.exec();
     AddExpectedOne(job, MinionId(minion));
