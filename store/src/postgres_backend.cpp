@@ -357,8 +357,8 @@ class PostgresBackend final : public Backend {
     // that the same minion's return is the first); then, in a statement of
     // its own whose snapshot is taken after the lock (READ COMMITTED), read
     // its state and which minions returned already (InsertReturn decides
-    // first-wins from them). brine_check_stored stays as the net for writers
-    // that take no lock.
+    // first-wins from them). The returns' unique key stays as the net for
+    // writers that take no lock (AppendReturnInserts).
     // part_day, the day the job's returns and expected minions are
     // partitioned by, is the UTC day of `seen` (migrations/postgres/0003).
     const std::string t = TimeText(seen);
@@ -469,8 +469,9 @@ class PostgresBackend final : public Backend {
       return r.integer(0, 0);
     }
     // First wins, decided here: the job's returned minions as read with the
-    // job, plus this batch's. Another master storing the same return before
-    // the commit fails the commit (brine_check_stored), and the replay sees it.
+    // job, plus this batch's. A writer that takes no lock storing the same
+    // return before the commit fails the batch (AppendReturnInserts), and the
+    // replay sees it.
     if (!known->second.returned.insert(minion).second) return std::nullopt;
     const ReturnId id = NextReturnId();
     pending_returns_.push_back(
@@ -1215,8 +1216,13 @@ class PostgresBackend final : public Backend {
   }
 
   // The waiting returns, as INSERTs of up to kReturnsPerInsert rows from
-  // arrays (the same statement for any number of rows), each checking that
-  // every row went in (brine_check_stored, migrations/postgres/0002).
+  // arrays (the same statement for any number of rows). No ON CONFLICT:
+  // first-wins was decided under the job's lock (InsertReturn), so a row
+  // that is there already was stored by a writer that takes no lock, and
+  // its unique violation fails the batch as BusyError (the replay counts a
+  // repeat), as brine_check_stored's count did (migrations/postgres/0002).
+  // The speculative insertion ON CONFLICT takes had cost the server a third
+  // of each row's insert (docs/performance.md, issue 16 round 7).
   void AppendReturnInserts(std::vector<PgStatement>& out) {
     for (std::size_t done = 0; done < pending_returns_.size(); done += kReturnsPerInsert) {
       const std::size_t end = std::min(pending_returns_.size(), done + kReturnsPerInsert);
@@ -1233,14 +1239,12 @@ class PostgresBackend final : public Backend {
         day.Add(r.day);
       }
       out.push_back(
-          {"WITH i AS (INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)"
+          {"INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)"
            " SELECT id, job_id, minion_id, to_timestamp(recv), success, retcode, full_ret, job_day"
            " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::double precision[], $5::boolean[], $6::bigint[],"
-           " $7::text[], $8::date[]) AS v (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)"
-           " ON CONFLICT DO NOTHING RETURNING 1)"
-           " SELECT brine_check_stored((SELECT count(*) FROM i), $9::bigint)",
+           " $7::text[], $8::date[]) AS v (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)",
            {O(id.Take()), O(job.Take()), O(minion.Take()), O(recv.Take()), O(success.Take()), O(retcode.Take()),
-            O(full_ret.Take()), O(day.Take()), O(Int(static_cast<std::int64_t>(end - done)))},
+            O(full_ret.Take()), O(day.Take())},
            true});
     }
     pending_returns_.clear();

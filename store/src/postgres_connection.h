@@ -29,14 +29,20 @@ namespace brine::store::detail {
 // into a store error.
 class PgError : public std::runtime_error {
  public:
-  PgError(const std::string& message, std::string sqlstate, bool connection_lost)
-      : std::runtime_error(message), sqlstate_(std::move(sqlstate)), connection_lost_(connection_lost) {}
+  PgError(const std::string& message, std::string sqlstate, bool connection_lost, std::string table = {})
+      : std::runtime_error(message),
+        sqlstate_(std::move(sqlstate)),
+        connection_lost_(connection_lost),
+        table_(std::move(table)) {}
   [[nodiscard]] const std::string& sqlstate() const { return sqlstate_; }
   [[nodiscard]] bool connection_lost() const { return connection_lost_; }
+  // The table the error is about, when the server names one (a constraint's).
+  [[nodiscard]] const std::string& table() const { return table_; }
 
  private:
   std::string sqlstate_;
   bool connection_lost_;
+  std::string table_;
 };
 
 // One query result; rows and fields as text.
