@@ -350,24 +350,25 @@ class PostgresBackend final : public Backend {
   // --- job cache primitives ---------------------------------------------------
 
   JobState GetOrCreateJob(const std::string& jid, Micros seen) override {
-    // One round trip, three statements: create the row unless it exists (no
-    // UPDATE: that would write a new row version per job and batch); lock it
-    // until this batch commits (FOR NO KEY UPDATE: another master's batch
-    // naming the jid waits here for ours, so two masters never both decide
-    // that the same minion's return is the first); then, in a statement of
-    // its own whose snapshot is taken after the lock (READ COMMITTED), read
-    // its state and which minions returned already (InsertReturn decides
-    // first-wins from them). The returns' unique key stays as the net for
-    // writers that take no lock (AppendReturnInserts).
+    // One round trip, two statements: create the row unless it exists, and
+    // lock it until this batch commits either way (ON CONFLICT DO UPDATE
+    // locks the row it meets even where its WHERE is false, and so writes no
+    // new version: FOR NO KEY UPDATE, as `nocache` is in no unique key;
+    // another master's batch naming the jid waits here for ours, so two
+    // masters never both decide that the same minion's return is the first);
+    // then, in a statement of its own whose snapshot is taken after the lock
+    // (READ COMMITTED), read its state and which minions returned already
+    // (InsertReturn decides first-wins from them). The returns' unique key
+    // stays as the net for writers that take no lock (AppendReturnInserts).
     // part_day, the day the job's returns and expected minions are
     // partitioned by, is the UTC day of `seen` (migrations/postgres/0003).
     const std::string t = TimeText(seen);
     // start_time: brine_start_time's rule, once per row (migrations/postgres/0004).
     Defer("INSERT INTO job (jid, seen, part_day, start_time)"
           " VALUES ($1, to_timestamp($2), (to_timestamp($2) AT TIME ZONE 'UTC')::date,"
-          " brine_start_time($1, to_timestamp($2))) ON CONFLICT (jid) DO NOTHING",
+          " brine_start_time($1, to_timestamp($2)))"
+          " ON CONFLICT (jid) DO UPDATE SET nocache = job.nocache WHERE false",
           {O(jid), O(t)}, Plan::kReuse);
-    Defer("SELECT 1 FROM job WHERE jid = $1 FOR NO KEY UPDATE", {O(jid)}, Plan::kReuse);
     // The job's returns are in its day's partition. The day is a parameter
     // (a guess: the day this row would get, which an existing job has too
     // unless it was first seen on an earlier day), so that the executor
