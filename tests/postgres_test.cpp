@@ -271,10 +271,11 @@ TEST_CASE("postgres: a batch's writes are parsed and planned once per connection
     REQUIRE(under.size() == 1);
   }
   REQUIRE(runs["INSERT INTO job "] == 11);  // 11 jobs, the rolled-back two included
-  // A batch's returns, expected minions and events go as one INSERT each
-  // with its COMMIT, not one each time a job is read (nor a second one for
-  // the list given twice): the three committed batches, and nothing of the
-  // rolled-back one, whose rows were still waiting.
+  // A batch's returns, expected minions, loads and events go as one
+  // statement each with its COMMIT, not one each time a job is read (nor a
+  // second one for the list given twice): the three committed batches, and
+  // nothing of the rolled-back one, whose writes were still waiting.
+  REQUIRE(runs["UPDATE job SET load"] == 3);
   REQUIRE(runs["INSERT INTO ret "] == 3);
   REQUIRE(runs["INSERT INTO job_minion"] == 3);
   REQUIRE(runs["INSERT INTO event"] == 3);

@@ -501,6 +501,25 @@ TEST_CASE("store: save_load from Salt keeps the publish load over a return's and
   s->SaveMinions(jid3, Strings({"d", "c"}), std::string("syndic"));
   REQUIRE(*s->GetLoad(jid3).FindString("jid") == jid3);
   REQUIRE(ToJson(*s->GetLoad(jid3).Find("Minions")) == R"(["a","b","c","d"])");
+
+  // The same order in one batch, whose load writes may wait for its commit
+  // (PostgreSQL sends them as one statement): each keeps its own condition.
+  const std::string jid4 = "20240101120000000007";
+  Value publish4 = publish;
+  publish4.Set("jid", jid4);
+  Value r4 = Ret(jid4, "m1", "x");
+  r4.Set("tgt", "m1");
+  {
+    auto batch = s->BeginBatch();
+    s->SaveCacheLoad(jid4, publish4, Strings({"m1"}));
+    s->SaveCacheLoad(jid4, r4, std::nullopt);
+    s->SaveLoad(jid4, J(R"({"tgt":"*","fun":"test.echo","arg":["x"],"tgt_type":"glob"})"), Strings({"m2"}));
+    REQUIRE(s->Returner(r4).kind == ReturnOutcome::Kind::kStored);
+    batch.Commit();
+  }
+  want = publish4;
+  want.Set("Minions", Value::List({"m1", "m2"}));
+  REQUIRE(ToJson(s->GetLoad(jid4)) == ToJson(want));
 }
 
 TEST_CASE("store: a req jid gets a fresh jid and nocache jids keep no returns", "[store]") {

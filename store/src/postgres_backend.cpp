@@ -41,6 +41,7 @@ constexpr std::int64_t kRetentionLock = 0x6272696e6572L;  // "briner"
 constexpr std::size_t kEventsPerInsert = 8000;
 constexpr std::size_t kReturnsPerInsert = 8000;
 constexpr std::size_t kExpectedPerInsert = 8000;
+constexpr std::size_t kLoadsPerUpdate = 2000;
 // Waiting writes that make a round trip of their own (memory bound).
 constexpr std::size_t kMaxDeferred = 4 * PgConnection::kPipelineChunk;
 // Return ids drawn from ret's sequence per round trip.
@@ -334,6 +335,10 @@ class PostgresBackend final : public Backend {
     pending_events_.clear();
     pending_returns_.clear();
     pending_expected_.clear();
+    pending_loads_.clear();
+    waiting_load_jobs_.clear();
+    waiting_load_jids_.clear();
+    waiting_load_unread_ = false;
     deferred_.clear();
     read_jobs_.clear();
     minions_.clear();
@@ -375,6 +380,8 @@ class PostgresBackend final : public Backend {
     // prunes the other partitions before it opens them; a wrong guess costs
     // one more round trip.
     const std::string guess = DayText(DayOf(seen), true);
+    // The read must see this job's own load write if one waits.
+    if (waiting_load_unread_ || waiting_load_jids_.contains(jid)) SendLoads();
     PgResult r = QueryAhead(
         "SELECT id, load_kind, nocache, metadata IS NOT NULL, stub_minions,"
         " (SELECT string_agg(r.minion_id::text, ',') FROM ret AS r WHERE r.job_id = job.id AND r.job_day = $2::date),"
@@ -387,6 +394,7 @@ class PostgresBackend final : public Backend {
     s.has_metadata = r.text(0, 3) == "t";
     s.stub_minions = r.text(0, 4) == "t";
     ReadJob& read = read_jobs_[s.id];
+    read.jid = jid;
     read.day = r.null(0, 6) ? std::nullopt : std::optional<std::string>(r.text(0, 6));
     std::optional<PgResult> again;
     if (read.day != guess) {
@@ -410,33 +418,26 @@ class PostgresBackend final : public Backend {
   }
 
   void SetNocache(std::int64_t job) override {
+    SendLoadOf(job);
     Defer("UPDATE job SET nocache = true WHERE id = $1", {O(Int(job))}, Plan::kReuse);
   }
 
   void PutLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members, LoadKind kind,
                const std::optional<std::string>& metadata_json) override {
-    auto [user, ask] = UserParams(members.user);
-    Defer("UPDATE job SET load = $1, fun = $2, load_kind = $3::smallint, metadata = coalesce(metadata, $4),"
-          " load_user = CASE WHEN $7::boolean THEN brine_load_field($1, 'user') ELSE $6 END"
-          " WHERE id = $5::bigint AND (load_kind <> 3 OR $3::smallint = 3)",
-          {O(load_json), members.fun ? O(*members.fun) : ONull(), O(Int(static_cast<int>(kind))),
-           metadata_json ? O(*metadata_json) : ONull(), O(Int(job)), std::move(user), std::move(ask)},
-          Plan::kReuse);
+    WaitLoad({job, load_json, members.fun ? std::optional(*members.fun) : std::nullopt, kind, metadata_json,
+              LoadUserOf(members.user), false});
   }
 
   void PutStubLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members,
                    std::string_view minion) override {
-    auto [user, ask] = UserParams(members.user);
-    Defer("UPDATE job SET load = $1, fun = $2, load_kind = 1, stub_minions = true,"
-          " load_user = CASE WHEN $5::boolean THEN brine_load_field($1, 'user') ELSE $4 END"
-          " WHERE id = $3::bigint AND load_kind = 0",
-          {O(load_json), members.fun ? O(*members.fun) : ONull(), O(Int(job)), std::move(user), std::move(ask)},
-          Plan::kReuse);
+    WaitLoad({job, load_json, members.fun ? std::optional(*members.fun) : std::nullopt, LoadKind::kStub, std::nullopt,
+              LoadUserOf(members.user), true});
     const std::string m(minion);
     AddExpected(job, std::span(&m, 1));
   }
 
   void DropStubMinions(std::int64_t job) override {
+    SendLoadOf(job);
     // The job's expected minions that wait would go with the rows: they go
     // now (the DELETE, deferred, is sent ahead of what waits).
     std::erase_if(pending_expected_, [job](const PendingExpected& e) { return e.job == job; });
@@ -507,6 +508,7 @@ class PostgresBackend final : public Backend {
   }
 
   void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) override {
+    SendLoadOf(job);
     Defer("UPDATE job SET metadata = $1 WHERE id = $2::bigint AND metadata IS NULL", {O(metadata_json), O(Int(job))},
           Plan::kReuse);
   }
@@ -530,6 +532,7 @@ class PostgresBackend final : public Backend {
   }
 
   void SetEndtime(std::int64_t job, const std::string& endtime) override {
+    SendLoadOf(job);
     Defer("UPDATE job SET endtime = $1 WHERE id = $2::bigint", {O(endtime), O(Int(job))}, Plan::kReuse);
   }
 
@@ -1126,7 +1129,8 @@ class PostgresBackend final : public Backend {
   }
 
   bool Waiting() const {
-    return !deferred_.empty() || !pending_returns_.empty() || !pending_expected_.empty() || !pending_events_.empty();
+    return !deferred_.empty() || !pending_returns_.empty() || !pending_expected_.empty() || !pending_events_.empty() ||
+           !pending_loads_.empty();
   }
 
   // Plan::kReuse: the SQL text is the same whatever the data (every value a
@@ -1176,6 +1180,7 @@ class PostgresBackend final : public Backend {
       all.push_back({"BEGIN", {}});
     }
     if (rows == Rows::kSend) AppendReturnInserts(all);
+    if (rows == Rows::kSend) SendLoads();
     for (PgStatement& st : deferred_) all.push_back(std::move(st));
     deferred_.clear();
     if (rows == Rows::kSend) {
@@ -1190,18 +1195,88 @@ class PostgresBackend final : public Backend {
     return std::move(results.back());
   }
 
-  // The parameters of job.load_user (migrations/postgres/0004): the load's
-  // user as it is when a string PostgreSQL's text can hold (valid UTF-8, no
-  // NUL), with `ask` false; otherwise none, and `ask` true so that the server
-  // reads it from the load's text as 0002's expression did
-  // (brine_load_field: a number's or a list's JSON text, or NULL).
-  static std::pair<Owned, Owned> UserParams(const Value* user) {
-    if (user == nullptr || user->is_null()) return {ONull(), O("f")};
+  // job.load_user (migrations/postgres/0004): the load's user as it is when
+  // a string PostgreSQL's text can hold (valid UTF-8, no NUL); otherwise
+  // none, and `ask` so that the server reads it from the load's text as
+  // 0002's expression did (brine_load_field: a number's or a list's JSON
+  // text, or NULL).
+  struct LoadUser {
+    std::optional<std::string> user;
+    bool ask = false;
+  };
+  static LoadUser LoadUserOf(const Value* user) {
+    if (user == nullptr || user->is_null()) return {};
     if (user->is_string() && IsValidUtf8(user->as_string()) &&
         user->as_string().find('\0') == std::string::npos) {
-      return {O(user->as_string()), O("f")};
+      return {user->as_string(), false};
     }
-    return {ONull(), O("t")};
+    return {std::nullopt, true};
+  }
+
+  // A load write waiting for SendLoads (WaitLoad).
+  struct PendingLoad {
+    std::int64_t job;
+    std::string load;
+    std::optional<std::string> fun;
+    LoadKind kind;
+    std::optional<std::string> metadata;
+    LoadUser user;
+    bool stub;  // PutStubLoad's
+  };
+
+  // A load write of PutLoad (or PutStubLoad, `stub`) waits, with the others
+  // of the batch, for one UPDATE from arrays (SendLoads): one statement a
+  // batch instead of one a job. At most one waits per job, so that the
+  // writes of a job keep their order: a second one, or another write of the
+  // job's row (SendLoadOf), sends what waits first.
+  void WaitLoad(PendingLoad load) {
+    if (waiting_load_jobs_.contains(load.job)) SendLoads();
+    if (auto read = read_jobs_.find(load.job); read != read_jobs_.end()) {
+      waiting_load_jids_.insert(read->second.jid);
+    } else {
+      waiting_load_unread_ = true;  // GetOrCreateJob cannot tell it is this job's: it sends it
+    }
+    waiting_load_jobs_.insert(load.job);
+    pending_loads_.push_back(std::move(load));
+    if (pending_loads_.size() >= kLoadsPerUpdate) SendLoads();
+  }
+
+  void SendLoadOf(std::int64_t job) {
+    if (waiting_load_jobs_.contains(job)) SendLoads();
+  }
+
+  // The waiting load writes, as one UPDATE joined to arrays, appended to the
+  // deferred writes (so before any later write of those rows). Each row's
+  // condition is the one its own statement had: a stub only over no load,
+  // and nothing but Salt's own save_load over Salt's own save_load.
+  void SendLoads() {
+    if (pending_loads_.empty()) return;
+    ArrayText id, load, fun, kind, metadata, user, ask, stub;
+    for (const PendingLoad& l : pending_loads_) {
+      id.Add(l.job);
+      load.Add(l.load);
+      fun.Add(l.fun);
+      kind.Add(static_cast<std::int64_t>(l.kind));
+      metadata.Add(l.metadata);
+      user.Add(l.user.user);
+      ask.Add(std::optional(l.user.ask));
+      stub.Add(std::optional(l.stub));
+    }
+    deferred_.push_back(
+        {"UPDATE job SET load = v.load, fun = v.fun, load_kind = v.kind, metadata = coalesce(job.metadata, v.metadata),"
+         " stub_minions = job.stub_minions OR v.stub,"
+         " load_user = CASE WHEN v.ask THEN brine_load_field(v.load, 'user') ELSE v.usr END"
+         " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::text[], $6::text[], $7::boolean[],"
+         " $8::boolean[]) AS v (id, load, fun, kind, metadata, usr, ask, stub)"
+         " WHERE job.id = v.id AND CASE WHEN v.stub THEN job.load_kind = 0 ELSE job.load_kind <> 3 OR v.kind = 3 END",
+         {O(id.Take()), O(load.Take()), O(fun.Take()), O(kind.Take()), O(metadata.Take()), O(user.Take()),
+          O(ask.Take()), O(stub.Take())},
+         true});
+    pending_loads_.clear();
+    waiting_load_jobs_.clear();
+    waiting_load_jids_.clear();
+    waiting_load_unread_ = false;
+    if (deferred_.size() >= kMaxDeferred) Send(std::nullopt);
   }
 
   // The next return id from ret's identity sequence, drawn 1000 at a time
@@ -1550,6 +1625,10 @@ class PostgresBackend final : public Backend {
   // What waits for the next round trip (Send); dropped on rollback.
   std::vector<PgStatement> deferred_;
   std::vector<PendingReturn> pending_returns_;
+  std::vector<PendingLoad> pending_loads_;
+  std::unordered_set<std::int64_t> waiting_load_jobs_;
+  std::unordered_set<std::string> waiting_load_jids_;  // those of the jobs read in this batch
+  bool waiting_load_unread_ = false;                    // one of a job this batch did not read
   // An expected minion waiting for the next round trip.
   struct PendingExpected {
     std::int64_t job;
@@ -1561,6 +1640,7 @@ class PostgresBackend final : public Backend {
   // A job read in this transaction: its part_day, and the minions with a
   // stored or waiting return.
   struct ReadJob {
+    std::string jid;
     std::optional<std::string> day;
     std::unordered_set<std::int64_t> returned;
   };
