@@ -37,7 +37,10 @@ namespace {
 constexpr std::int64_t kMigrationLock = 0x6272696e65L;  // "brine"
 // Taken by the master whose retention drops whole days of jobs.
 constexpr std::int64_t kRetentionLock = 0x6272696e6572L;  // "briner"
-// Rows per multi-row INSERT (PostgreSQL allows 65535 parameters a statement).
+// Rows per write from arrays (one parameter a column, so any number fits a
+// statement; the bound keeps what waits in memory, and one statement's work,
+// in check): returns, events and expected minions a statement each, loads
+// one UPDATE.
 constexpr std::size_t kEventsPerInsert = 8000;
 constexpr std::size_t kReturnsPerInsert = 8000;
 constexpr std::size_t kExpectedPerInsert = 8000;
