@@ -17,6 +17,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "master_bus.h"
+#include "zmq_socket.h"
 #include "brine/output/outputters.h"
 #include "functions.h"
 

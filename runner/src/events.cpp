@@ -5,7 +5,7 @@
 #include <atomic>
 
 #include <cstdlib>
-#include <zmq.hpp>
+#include <zmq.h>
 
 #include "brine/config/bus_endpoints.h"
 #include "brine/core/glob.h"
@@ -15,6 +15,7 @@
 #include "functions.h"
 #include "master_bus.h"
 #include "proc_file.h"
+#include "zmq_socket.h"
 
 namespace brine::runner {
 namespace {
@@ -52,15 +53,14 @@ Value StateEvent(Context& ctx, const std::vector<Value>& a) {
                 Value::Map({{"fun", "runner.state.event"}, {"jid", jid}, {"user", CurrentUser()},
                             {"fun_args", Value(fun_args)}, {"_stamp", FormatStamp(ctx.clock().Now())}}));
 
-  zmq::context_t zctx(1);
-  zmq::socket_t sub(zctx, zmq::socket_type::sub);
-  sub.set(zmq::sockopt::subscribe, "");
-  sub.set(zmq::sockopt::linger, 0);
+  ZmqSocket sub(ZmqSocket::Type::kSub);
+  sub.Set(ZMQ_SUBSCRIBE, std::string_view(""));
+  sub.Set(ZMQ_LINGER, 0);
   // ZeroMQ reconnects by itself when the master restarts.
-  sub.set(zmq::sockopt::reconnect_ivl, 100);
-  sub.connect(endpoints.pub);
+  sub.Set(ZMQ_RECONNECT_IVL, 100);
+  sub.Connect(endpoints.pub);
   // Wake up now and then to notice SIGINT/SIGTERM.
-  sub.set(zmq::sockopt::rcvtimeo, 200);
+  sub.Set(ZMQ_RCVTIMEO, 200);
   struct sigaction sa {};
   sa.sa_handler = OnWatchSignal;
   sigemptyset(&sa.sa_mask);
@@ -70,14 +70,9 @@ Value StateEvent(Context& ctx, const std::vector<Value>& a) {
                                  : JsonStyle::Python(-1);
   std::ostream& out = ctx.out();
   while (count != 0 && !g_stop_watching) {
-    zmq::message_t msg;
-    try {
-      if (!sub.recv(msg, zmq::recv_flags::none)) continue;
-    } catch (const zmq::error_t& e) {
-      if (e.num() == EINTR) continue;
-      throw;
-    }
-    auto decoded = wire::DecodeFrame(std::string_view(static_cast<const char*>(msg.data()), msg.size()));
+    const std::optional<std::string> msg = sub.Receive();
+    if (!msg) continue;
+    auto decoded = wire::DecodeFrame(*msg);
     auto* event = std::get_if<wire::DecodedEvent>(&decoded);
     if (event == nullptr || !FnMatch(tagmatch, event->tag)) continue;
     if (!quiet) {

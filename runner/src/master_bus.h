@@ -19,7 +19,4 @@ namespace brine::runner {
 // or `data` cannot be framed (see wire::EncodeFrame).
 void FireMasterEvent(const config::MasterConfig& config, const std::string& tag, const Value& data);
 
-// The ZeroMQ library's version ("4.3.4"), for --versions-report.
-[[nodiscard]] std::string ZmqVersion();
-
 }  // namespace brine::runner
