@@ -1,9 +1,14 @@
-# Run as: cmake -DDIR=<migrations dir> -DOUT=<cpp file> [-DFUNC=<function>] -P EmbedMigrationsScript.cmake
+# Run as: cmake -DDIR=<migrations dir> -DFILES=<a.sql,b.sql,...> -DOUT=<cpp file> [-DFUNC=<function>]
+#   -P EmbedMigrationsScript.cmake
 if(NOT FUNC)
   set(FUNC EmbeddedMigrations)
 endif()
-file(GLOB sql_files ${DIR}/*.sql)
-list(SORT sql_files)
+string(REPLACE "," ";" names "${FILES}")
+list(SORT names)
+set(sql_files "")
+foreach(name ${names})
+  list(APPEND sql_files ${DIR}/${name})
+endforeach()
 set(body "")
 set(expected 1)
 foreach(f ${sql_files})
