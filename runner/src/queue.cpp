@@ -363,32 +363,32 @@ void AddQueueFunctions(std::vector<FunctionSpec>& out) {
       {{"fun", std::nullopt}, {"args", kNone}, {"kwargs", kNone}, {"queue", kNone}, {"backend", kNone}},
       [](Context& ctx, const Args& a) {
         const std::string fun = StringArg(a["fun"], "fun");
-        const Value& args_arg = a["args"];
-        const Value& kwargs_arg = a["kwargs"];
-        Value args = Value::EmptyList();
-        if (args_arg.is_string()) {
+        const Value& args = a["args"];
+        const Value& kwargs = a["kwargs"];
+        Value call_args = Value::EmptyList();
+        if (args.is_string()) {
           // Salt splits on "," and keeps the blanks.
-          const std::string& text = args_arg.as_string();
+          const std::string& text = args.as_string();
           std::size_t start = 0;
           for (std::size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1) {
-            args.as_list().emplace_back(text.substr(start, comma - start));
+            call_args.as_list().emplace_back(text.substr(start, comma - start));
           }
-          args.as_list().emplace_back(text.substr(start));
-        } else if (args_arg.is_list()) {
-          args = args_arg;
-        } else if (!args_arg.is_null()) {
-          throw UsageError("args must be a list or a comma-separated string, got " + ToJsonForMessage(args_arg));
+          call_args.as_list().emplace_back(text.substr(start));
+        } else if (args.is_list()) {
+          call_args = args;
+        } else if (!args.is_null()) {
+          throw UsageError("args must be a list or a comma-separated string, got " + ToJsonForMessage(args));
         }
-        Value kwargs = Value::EmptyMap();
-        if (kwargs_arg.is_map()) {
-          kwargs = kwargs_arg;
-        } else if (!kwargs_arg.is_null()) {
-          throw UsageError("kwargs must be a dict, got " + ToJsonForMessage(kwargs_arg));
+        Value call_kwargs = Value::EmptyMap();
+        if (kwargs.is_map()) {
+          call_kwargs = kwargs;
+        } else if (!kwargs.is_null()) {
+          throw UsageError("kwargs must be a dict, got " + ToJsonForMessage(kwargs));
         }
         const std::string backend = RunnerBackend(ctx, a["backend"]);
         CheckBackend(backend, "insert");
         const std::string queue = RunnerQueue(ctx, a["queue"]);
-        return Insert(ctx, queue, Value::Map({{"fun", fun}, {"args", args}, {"kwargs", kwargs}}));
+        return Insert(ctx, queue, Value::Map({{"fun", fun}, {"args", call_args}, {"kwargs", call_kwargs}}));
       },
   });
   out.push_back({
