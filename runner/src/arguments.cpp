@@ -90,7 +90,22 @@ ParsedArgs ParseInput(const std::vector<std::string>& words) {
   return out;
 }
 
-std::vector<Value> BindArgs(const std::string& function, const std::vector<Param>& params, const ParsedArgs& args) {
+Args::Args(std::string function, const std::vector<Param>& params, std::vector<Value> values)
+    : function_(std::move(function)), params_(&params), values_(std::move(values)) {
+  if (values_.size() != params_->size()) {
+    throw std::logic_error(function_ + " was given " + std::to_string(values_.size()) + " values for " +
+                           std::to_string(params_->size()) + " parameters");
+  }
+}
+
+const Value& Args::operator[](std::string_view name) const {
+  for (std::size_t i = 0; i < params_->size(); ++i) {
+    if ((*params_)[i].name == name) return values_[i];
+  }
+  throw std::logic_error(function_ + " reads the argument '" + std::string(name) + "', which it does not declare");
+}
+
+Args BindArgs(const std::string& function, const std::vector<Param>& params, const ParsedArgs& args) {
   const std::string fn = function.substr(function.rfind('.') + 1) + "()";
   std::vector<std::optional<Value>> bound(params.size());
   if (args.positional.size() > params.size()) {
@@ -132,7 +147,7 @@ std::vector<Value> BindArgs(const std::string& function, const std::vector<Param
     throw UsageError(fn + " missing " + std::to_string(missing.size()) + " required positional argument" +
                      (missing.size() == 1 ? "" : "s") + ": " + NameList(missing));
   }
-  return out;
+  return Args(function, params, std::move(out));
 }
 
 }  // namespace brine::runner

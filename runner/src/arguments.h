@@ -50,11 +50,37 @@ struct Param {
   std::optional<Value> default_value;  // nullopt: required
 };
 
+// A function's bound arguments, read by parameter name: `a["jid"]`. Reading
+// by name, not by position, keeps a parameter added in the middle of a
+// signature from shifting what every later read gets.
+class Args {
+ public:
+  // One value per parameter of `function`, in `params`' order. `params`
+  // must outlive the Args (it is a FunctionSpec's, which lives as long as
+  // the program). Throws std::logic_error when the counts differ.
+  Args(std::string function, const std::vector<Param>& params, std::vector<Value> values);
+
+  // The value bound to the parameter `name`. Throws std::logic_error, naming
+  // the function and `name`, when the function declares no such parameter:
+  // a misspelt name is a programming error, caught by the first call.
+  [[nodiscard]] const Value& operator[](std::string_view name) const;
+
+  [[nodiscard]] const std::string& function() const { return function_; }
+  [[nodiscard]] const std::vector<Param>& params() const { return *params_; }
+  // The values in params()' order (for -l debug's "calling f(a=1, ...)").
+  [[nodiscard]] const std::vector<Value>& values() const { return values_; }
+
+ private:
+  std::string function_;
+  const std::vector<Param>* params_;  // not owned: see the constructor
+  std::vector<Value> values_;
+};
+
 // Binds `args` to `params` as Python binds a call to `fun(params...)`, and
-// returns one value per parameter (defaults filled in). Throws UsageError
-// with Python's TypeError text: missing required arguments, too many
-// positional arguments, an unexpected keyword, a value given twice.
-[[nodiscard]] std::vector<Value> BindArgs(const std::string& function, const std::vector<Param>& params,
-                                          const ParsedArgs& args);
+// returns one value per parameter (defaults filled in), readable by name;
+// `params` must outlive the result. Throws UsageError with Python's
+// TypeError text: missing required arguments, too many positional
+// arguments, an unexpected keyword, a value given twice.
+[[nodiscard]] Args BindArgs(const std::string& function, const std::vector<Param>& params, const ParsedArgs& args);
 
 }  // namespace brine::runner

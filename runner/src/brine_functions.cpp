@@ -227,113 +227,49 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out) {
   out.push_back({
       "jobs.master",
       {},
-      "List the runner calls in progress on this master (brine-run's long calls such as state.event,\n"
-      "and Salt's own runners when they share the cachedir), from <cachedir>/proc.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.master",
-      [](Context& ctx, const std::vector<Value>&) { return RunningCalls(ctx.config().cachedir); },
+      [](Context& ctx, const Args&) { return RunningCalls(ctx.config().cachedir); },
   });
   out.push_back({
       "brine.stats",
       {},
-      "brine-master's counters for each master id: whether it is running (something listens on its bus\n"
-      "and its brine.metrics_file is fresh), where its job cache comes from (the Salt plug-in with\n"
-      "master_job_cache: brine, else the bus), when it started, its last commit and the oldest archived\n"
-      "event (Salt's time format; --out json adds the raw UTC microseconds as *_us), the counts since\n"
-      "it started and since the store was created (received, stored, filtered, quarantined,\n"
-      "cache_writes, duplicates, trimmed, returns, batches; received = stored + filtered + quarantined\n"
-      "+ cache_writes; acked and acked_refused: the plug-in's requests answered stored or not taken),\n"
-      "and while it runs the rates over the last minute, the frames pending and the\n"
-      "commit lag. Then the store: its path, its bytes on disk (with the WAL) and the spool backlog.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run brine.stats",
-      [](Context& ctx, const std::vector<Value>&) { return Stats(ctx); },
+      [](Context& ctx, const Args&) { return Stats(ctx); },
   });
   out.push_back({
       "brine.backup",
       {{"path", std::nullopt}},
-      "Write a consistent copy of the store to PATH (a new file) while brine-master goes on writing:\n"
-      "SQLite's backup API under one read transaction, so the copy is the store as of one commit.\n"
-      "Then runs PRAGMA integrity_check on the copy; exit 1 unless it says ok. Restore:\n"
-      "stop brine-master, put the copy in place of brine.database (removing its -wal and -shm), start.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run brine.backup /var/backups/brine-$(date +%F).sqlite",
-      [](Context& ctx, const std::vector<Value>& a) { return Backup(ctx, StringArg(a[0], "path")); },
+      [](Context& ctx, const Args& a) { return Backup(ctx, StringArg(a["path"], "path")); },
   });
   out.push_back({
       "brine.import_local_cache",
       {{"jobs_dir", Value()}},
-      "Import Salt's local_cache job tree (default <cachedir>/jobs) into the store: every job's load,\n"
-      "minion lists (syndics' too), nocache mark, endtime, and each minion's return.p and out.p, as\n"
-      "the Salt master would have stored them. Idempotent (a second run adds nothing), commits every\n"
-      "200 jobs so brine-master can ingest meanwhile, shows progress on a terminal, and skips and lists\n"
-      "damaged files instead of stopping.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run brine.import_local_cache\n"
-      "    brine-run brine.import_local_cache /var/cache/salt/master/jobs",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const auto dir = a[0].is_null() ? ctx.config().cachedir / "jobs" : std::filesystem::path(StringArg(a[0], "jobs_dir"));
+      [](Context& ctx, const Args& a) {
+        const Value& jobs_dir = a["jobs_dir"];
+        const auto dir =
+            jobs_dir.is_null() ? ctx.config().cachedir / "jobs" : std::filesystem::path(StringArg(jobs_dir, "jobs_dir"));
         return ImportLocalCache(ctx, dir);
       },
   });
   out.push_back({
       "brine.export",
       {{"file", std::nullopt}, {"since", Value()}, {"until", Value()}},
-      "Write the store's jobs (load, metadata, minions, nocache, endtime), their returns and the\n"
-      "archived events to FILE as JSON Lines (docs/day-two.md has the format), for brine.import_export\n"
-      "into another store, SQLite or PostgreSQL. since/until (UTC; the forms jobs.list_jobs reads)\n"
-      "select jobs by jid time and events by arrival time, since inclusive, until exclusive.\n"
-      "Quarantined frames, counters and queues are not exported.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run brine.export /tmp/brine.jsonl\n"
-      "    brine-run brine.export --since 2026-11-01 --until 2026-11-02 /tmp/nov1.jsonl",
-      [](Context& ctx, const std::vector<Value>& a) {
+      [](Context& ctx, const Args& a) {
         std::optional<Micros> since, until;
-        if (!a[1].is_null()) since = TimeArg(a[1], "since");
-        if (!a[2].is_null()) until = TimeArg(a[2], "until");
-        return Export(ctx, StringArg(a[0], "file"), since, until);
+        if (!a["since"].is_null()) since = TimeArg(a["since"], "since");
+        if (!a["until"].is_null()) until = TimeArg(a["until"], "until");
+        return Export(ctx, StringArg(a["file"], "file"), since, until);
       },
   });
   out.push_back({
       "brine.import_export",
       {{"file", std::nullopt}},
-      "Read a file brine.export wrote into this store (created when missing), through the returner\n"
-      "calls brine-master makes: jobs, returns (first return wins) and events keep their times.\n"
-      "Idempotent: what is there already is counted under *_present, not added again. Commits every\n"
-      "1,000 records, so brine-master can ingest meanwhile.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run brine.import_export /tmp/brine.jsonl",
-      [](Context& ctx, const std::vector<Value>& a) { return ImportExport(ctx, StringArg(a[0], "file")); },
+      [](Context& ctx, const Args& a) { return ImportExport(ctx, StringArg(a["file"], "file")); },
   });
   out.push_back({
       "brine.health",
       {{"stall_factor", Value(50)}, {"queue_percent", Value(80)}},
-      "Exit 0 when brine-master runs and keeps up, 1 otherwise, with one line saying why: nothing\n"
-      "listens on its bus; its brine.metrics_file is missing or older than 10 s; frames are pending\n"
-      "and nothing committed for stall_factor x brine.flush_interval_ms; a spool file older than two\n"
-      "loop_intervals; its queue over queue_percent of brine.max_queue_mb; the store's filesystem\n"
-      "read-only or under 64 MiB free, or the store file not writable. For monitoring checks and\n"
-      "systemd's ExecStartPost=.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run brine.health\n"
-      "    brine-run brine.health stall_factor=100",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const std::int64_t stall = IntArg(a[0], "stall_factor");
-        const std::int64_t percent = IntArg(a[1], "queue_percent");
+      [](Context& ctx, const Args& a) {
+        const std::int64_t stall = IntArg(a["stall_factor"], "stall_factor");
+        const std::int64_t percent = IntArg(a["queue_percent"], "queue_percent");
         if (stall <= 0) throw UsageError("stall_factor must be positive");
         if (percent <= 0 || percent > 100) throw UsageError("queue_percent must be from 1 to 100");
         return Health(ctx, stall, percent);

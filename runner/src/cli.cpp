@@ -425,11 +425,11 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
   try {
     ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));
     if (o.kwargs_stdin) AddStdinKeywords(std::cin, args);
-    const std::vector<Value> bound = BindArgs(function, spec->params, args);
+    const Args bound = BindArgs(function, spec->params, args);
     if (ctx.debugging()) {
       std::string shown;
-      for (std::size_t i = 0; i < bound.size(); ++i) {
-        shown += (i > 0 ? ", " : "") + spec->params[i].name + "=" + ToJsonForMessage(bound[i]);
+      for (std::size_t i = 0; i < bound.values().size(); ++i) {
+        shown += (i > 0 ? ", " : "") + bound.params()[i].name + "=" + ToJsonForMessage(bound.values()[i]);
       }
       ctx.Debug("calling " + function + "(" + shown + ")");
     }

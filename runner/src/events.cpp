@@ -34,13 +34,13 @@ std::string CurrentUser() {
   return user != nullptr ? user : "root";
 }
 
-Value StateEvent(Context& ctx, const std::vector<Value>& a) {
-  const std::string tagmatch = a[0].is_null() ? "*" : StringArg(a[0], "tagmatch");
-  std::int64_t count = IntArg(a[1], "count");
-  const bool quiet = a[2].Truthy();
-  const auto sock_dir = OptionalStringArg(a[3], "sock_dir");
-  const bool pretty = a[4].Truthy();
-  if (StringArg(a[5], "node") != "master") {
+Value StateEvent(Context& ctx, const Args& a) {
+  const std::string tagmatch = a["tagmatch"].is_null() ? "*" : StringArg(a["tagmatch"], "tagmatch");
+  std::int64_t count = IntArg(a["count"], "count");
+  const bool quiet = a["quiet"].Truthy();
+  const auto sock_dir = OptionalStringArg(a["sock_dir"], "sock_dir");
+  const bool pretty = a["pretty"].Truthy();
+  if (StringArg(a["node"], "node") != "master") {
     throw UsageError("node must be 'master': brine-run watches the master's bus only");
   }
   const auto endpoints = config::EndpointsFor(ctx.config(), sock_dir.value_or(""));
@@ -85,9 +85,9 @@ Value StateEvent(Context& ctx, const std::vector<Value>& a) {
   return Value();
 }
 
-Value EventSend(Context& ctx, const std::vector<Value>& a) {
-  const std::string tag = StringArg(a[0], "tag");
-  Value data = a[1].is_null() ? Value::EmptyMap() : a[1];
+Value EventSend(Context& ctx, const Args& a) {
+  const std::string tag = StringArg(a["tag"], "tag");
+  Value data = a["data"].is_null() ? Value::EmptyMap() : a["data"];
   if (!data.is_map()) throw UsageError("Dict object expected, not '" + ToJsonForMessage(data) + "'.");
   if (tag.empty()) throw UsageError("Empty tag.");
   data.Set("_stamp", FormatStamp(ctx.clock().Now()));
@@ -106,27 +106,11 @@ void AddEventFunctions(std::vector<FunctionSpec>& fns) {
       "state.event",
       {{"tagmatch", "*"}, {"count", -1}, {"quiet", false}, {"sock_dir", kNone}, {"pretty", false},
        {"node", "master"}},
-      "Watch the master's event bus and print each event whose tag matches the tagmatch glob, one line\n"
-      "each: the tag, a tab, and the data as JSON; pretty=True indents the JSON by 4 with sorted keys.\n"
-      "Stops after count matching events (-1: never); quiet=True prints nothing and only waits.\n"
-      "sock_dir overrides brine.sock_dir. Each event is flushed as it comes, so the output can be\n"
-      "piped; the watch survives a restart of brine-master.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run state.event 'salt/job/*/ret/*' count=10\n"
-      "    brine-run state.event 'salt/minion/web1/start' count=1 quiet=True",
       StateEvent,
   });
   fns.push_back({
       "event.send",
       {{"tag", std::nullopt}, {"data", kNone}},
-      "Fire one event on the master's bus, with `_stamp` added as Salt adds it. Prints True once\n"
-      "brine-master took it; fails (exit 1) when no brine-master answers within brine.send_timeout_ms.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run event.send my/custom/event '{\"foo\": \"bar\"}'",
       EventSend,
   });
 }

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "brine/core/json.h"
+#include "help_texts.h"
 #include "times.h"
 
 namespace brine::runner {
@@ -77,6 +78,7 @@ const std::vector<FunctionSpec>& AllFunctions() {
     AddQueueFunctions(all);
     AddEventFunctions(all);
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+    AttachHelpTexts(all, HelpTexts());
     return all;
   }();
   return kAll;

@@ -102,13 +102,18 @@ class Context {
 struct FunctionSpec {
   std::string name;            // module.function
   std::vector<Param> params;   // in Python's order
-  std::string doc;             // printed after "Usage:" and by -d
-  // Runs the function on bound arguments (one per param). Throws UsageError
-  // for a bad value, RuntimeFailure for a failure.
-  std::function<Value(Context&, const std::vector<Value>&)> call;
+  // Runs the function on its bound arguments, which it reads by name
+  // (a["jid"]). Throws UsageError for a bad value, RuntimeFailure for a
+  // failure.
+  std::function<Value(Context&, const Args&)> call;
+  // Printed after "Usage:" and by -d: filled by AllFunctions from the table
+  // in help_texts.cpp, not by the registration.
+  std::string doc = {};
 };
 
-// Every function, sorted by name.
+// Every function, sorted by name, each with its help text. Throws
+// std::logic_error (a programming error, caught by the first test) when a
+// function has no help text, or a help text names no function.
 [[nodiscard]] const std::vector<FunctionSpec>& AllFunctions();
 [[nodiscard]] const FunctionSpec* FindFunction(const std::string& name);
 

@@ -427,39 +427,24 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
       {{"ext_source", kNone}, {"outputter", kNone}, {"search_metadata", kNone}, {"search_function", kNone},
        {"search_target", kNone}, {"start_time", kNone}, {"end_time", kNone}, {"display_progress", false},
        {"limit", kNone}, {"returned", kNone}, {"failed", kNone}},
-      "List the jobs in the job cache, oldest first (by jid: the jid is the job's UTC start time).\n"
-      "\n"
-      "search_metadata   a dict; a job passes when any of its keys has the same value in the job's metadata\n"
-      "search_function   globs (a list, or a comma-separated string) on the job's function\n"
-      "search_target     globs on the job's target; a list target passes when any element matches\n"
-      "start_time        only jobs started at or after this time (UTC; ISO 8601, 'YYYY-MM-DD HH:MM',\n"
-      "                  'YYYY-MM-DD', or '2024, Jan 01 12:00:00.123456')\n"
-      "end_time          only jobs started at or before this time\n"
-      "outputter         render the result with this outputter\n"
-      "limit             brine: only the newest N matching jobs\n"
-      "returned          brine: True for jobs with at least one return, False for jobs with none\n"
-      "failed            brine: True for jobs with a failed return (retcode not 0 or success False)\n"
-      "ext_source, display_progress: accepted for salt-run's signature; brine has one job cache\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.list_jobs\n"
-      "    brine-run jobs.list_jobs search_function='test.*' search_target='web*'\n"
-      "    brine-run jobs.list_jobs start_time='2024-01-01 12:00' end_time='2024-01-01 13:00'\n"
-      "    brine-run jobs.list_jobs search_metadata='{\"ticket\": \"OPS-1\"}'",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const Value& search_metadata = a[2];
+      [](Context& ctx, const Args& a) {
+        const Value& outputter = a["outputter"];
+        const Value& search_metadata = a["search_metadata"];
+        const Value& limit = a["limit"];
+        const Value& returned = a["returned"];
+        const Value& failed = a["failed"];
         // Salt's quirk, kept: a search_metadata that is not a dict filters out every job.
-        if (!search_metadata.is_null() && !search_metadata.is_map()) return Wrap(a[1], Value::EmptyMap());
-        store::JobFilter f = BuildFilter(ctx, search_metadata, a[3], a[4], a[5], a[6]);
-        if (!a[8].is_null()) {
-          const auto n = IntArg(a[8], "limit");
+        if (!search_metadata.is_null() && !search_metadata.is_map()) return Wrap(outputter, Value::EmptyMap());
+        store::JobFilter f = BuildFilter(ctx, search_metadata, a["search_function"], a["search_target"],
+                                         a["start_time"], a["end_time"]);
+        if (!limit.is_null()) {
+          const auto n = IntArg(limit, "limit");
           if (n < 0) throw UsageError("limit must not be negative");
           f.limit = static_cast<std::size_t>(n);
         }
-        if (!a[9].is_null()) f.has_returns = a[9].Truthy();
-        if (!a[10].is_null()) f.has_failures = a[10].Truthy();
-        ListJobs(ctx, std::move(f), a[1]);
+        if (!returned.is_null()) f.has_returns = returned.Truthy();
+        if (!failed.is_null()) f.has_failures = failed.Truthy();
+        ListJobs(ctx, std::move(f), outputter);
         return Value();
       },
   });
@@ -467,18 +452,12 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
       "jobs.list_jobs_filter",
       {{"count", std::nullopt}, {"filter_find_job", true}, {"ext_source", kNone}, {"outputter", kNone},
        {"display_progress", false}},
-      "List the newest `count` jobs, oldest first, each with its JID; saltutil.find_job polls are left out\n"
-      "unless filter_find_job=False.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.list_jobs_filter 50\n"
-      "    brine-run jobs.list_jobs_filter 100 filter_find_job=False",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const auto count = IntArg(a[0], "count");
+      [](Context& ctx, const Args& a) {
+        const auto count = IntArg(a["count"], "count");
         if (count < 0) throw UsageError("count must not be negative");
-        const auto jobs = ctx.Store().GetJidsFilter(
-            static_cast<std::size_t>(count), a[1].Truthy() ? store::Store::FindJobs::kDrop : store::Store::FindJobs::kKeep);
+        const auto find_jobs =
+            a["filter_find_job"].Truthy() ? store::Store::FindJobs::kDrop : store::Store::FindJobs::kKeep;
+        const auto jobs = ctx.Store().GetJidsFilter(static_cast<std::size_t>(count), find_jobs);
         Value list = Value::EmptyList();
         for (const auto& job : jobs) {
           Value rec = FormatJob(job.load, job.metadata);
@@ -486,42 +465,31 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
           rec.Set("StartTime", StartTime(job.jid));
           list.as_list().push_back(std::move(rec));
         }
-        return Wrap(a[3], std::move(list));
+        return Wrap(a["outputter"], std::move(list));
       },
   });
   fns.push_back({
       "jobs.list_job",
       {{"jid", std::nullopt}, {"ext_source", kNone}, {"display_progress", false}},
-      "Show one job: its function, arguments, target, expected minions, start time and every return.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.list_job 20240101120000123456",
-      [](Context& ctx, const std::vector<Value>& a) { return ListJob(ctx, StringArg(a[0], "jid")); },
+      [](Context& ctx, const Args& a) { return ListJob(ctx, StringArg(a["jid"], "jid")); },
   });
   fns.push_back({
       "jobs.lookup_jid",
       {{"jid", std::nullopt}, {"ext_source", kNone}, {"returned", true}, {"missing", false},
        {"display_progress", false}},
-      "Show the return of each minion for a job. missing=True adds the expected minions that did not\n"
-      "return. brine: a list of jids gives {jid: returns} for each.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.lookup_jid 20240101120000123456\n"
-      "    brine-run jobs.lookup_jid 20240101120000123456 missing=True",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const bool returned = a[2].Truthy();
-        const bool missing = a[3].Truthy();
-        if (a[0].is_list()) {
+      [](Context& ctx, const Args& a) {
+        const Value& jids = a["jid"];
+        const bool returned = a["returned"].Truthy();
+        const bool missing = a["missing"].Truthy();
+        if (jids.is_list()) {
           Value out = Value::EmptyMap();
-          for (const Value& j : a[0].as_list()) {
+          for (const Value& j : jids.as_list()) {
             const std::string jid = StringArg(j, "jid");
             out.Set(jid, LookupOne(ctx, jid, returned, missing));
           }
           return out;
         }
-        const std::string jid = StringArg(a[0], "jid");
+        const std::string jid = StringArg(jids, "jid");
         if (returned && !missing) {
           LookupStreamed(ctx, jid);
           return Value();
@@ -532,13 +500,8 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
   fns.push_back({
       "jobs.print_job",
       {{"jid", std::nullopt}, {"ext_source", kNone}},
-      "Show one job keyed by its jid, with its returns.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.print_job 20240101120000123456",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const std::string jid = StringArg(a[0], "jid");
+      [](Context& ctx, const Args& a) {
+        const std::string jid = StringArg(a["jid"], "jid");
         auto& store = ctx.Store();
         Value rec = FormatJobPrivate(store.GetLoad(jid));
         rec.Set("StartTime", StartTime(jid));
@@ -552,14 +515,8 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
   fns.push_back({
       "jobs.exit_success",
       {{"jid", std::nullopt}, {"ext_source", kNone}},
-      "Say for each expected minion whether it returned a true value (Salt's rule: the return's\n"
-      "truthiness, not its retcode).\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.exit_success 20240101120000123456",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const Value data = ListJob(ctx, StringArg(a[0], "jid"));
+      [](Context& ctx, const Args& a) {
+        const Value data = ListJob(ctx, StringArg(a["jid"], "jid"));
         const Value* minions = data.Find("Minions");
         const Value* result = data.Find("Result");
         // Salt: every expected minion False, then True for each truthy return.
@@ -587,15 +544,10 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
       "jobs.last_run",
       {{"ext_source", kNone}, {"outputter", kNone}, {"metadata", kNone}, {"function", kNone}, {"target", kNone},
        {"display_progress", false}},
-      "Show the newest job matching the filters (metadata: a dict; function, target: globs), as print_job\n"
-      "does; False when none matches.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.last_run function='state.*' target='web*'",
-      [](Context& ctx, const std::vector<Value>& a) -> Value {
-        if (!a[2].is_null() && !a[2].is_map()) return false;
-        store::JobFilter f = BuildFilter(ctx, a[2], a[3], a[4], kNone, kNone);
+      [](Context& ctx, const Args& a) -> Value {
+        const Value& metadata = a["metadata"];
+        if (!metadata.is_null() && !metadata.is_map()) return false;
+        store::JobFilter f = BuildFilter(ctx, metadata, a["function"], a["target"], kNone, kNone);
         f.limit = 1;
         const auto jobs = ctx.Store().GetJids(f);
         if (jobs.empty()) return false;
@@ -604,22 +556,13 @@ void AddJobsFunctions(std::vector<FunctionSpec>& fns) {
         Value rec = FormatJobPrivate(store.GetLoad(jid));
         rec.Set("StartTime", StartTime(jid));
         rec.Set("Result", store.GetJid(jid));
-        return Wrap(a[1], Value::Map({{jid, std::move(rec)}}));
+        return Wrap(a["outputter"], Value::Map({{jid, std::move(rec)}}));
       },
   });
   fns.push_back({
       "jobs.active",
       {{"display_progress", false}, {"timeout", kNone}},
-      "List the jobs still running, from the store, without contacting minions: a job is listed while an\n"
-      "expected minion has not returned and either that minion's newest saltutil.find_job reply (within\n"
-      "brine.active_window_s, default 300 s) carried a pid, or the job is younger than that window.\n"
-      "Running lists {minion: pid}, pid None when no find_job reply came yet. timeout is accepted for\n"
-      "salt-run's signature and ignored.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run jobs.active",
-      [](Context& ctx, const std::vector<Value>&) { return Active(ctx); },
+      [](Context& ctx, const Args&) { return Active(ctx); },
   });
 }
 

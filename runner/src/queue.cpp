@@ -222,7 +222,7 @@ Value ProcessQueue(Context& ctx, const std::string& queue, std::int64_t quantity
 // One queued runner call, checked and bound before anything is popped.
 struct RunnerCall {
   const FunctionSpec* spec;
-  std::vector<Value> args;
+  Args args;  // bound to spec->params
 };
 
 RunnerCall CheckRunnerCall(const Value& item, const std::string& queue) {
@@ -294,34 +294,19 @@ void AddQueueFunctions(std::vector<FunctionSpec>& out) {
   out.push_back({
       "queue.insert",
       {{"queue", std::nullopt}, {"items", std::nullopt}, {"backend", kSqlite}},
-      "Add an item or a list of items to a queue, at its tail. Returns True, or Salt's message when an item\n"
-      "is already in the queue; then nothing was added (a list is added whole or not at all).\n"
-      "Items keep their type: a dict, a number or a list element comes back as it went in.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.insert myqueue myitem\n"
-      "    brine-run queue.insert myqueue '[\"item1\", \"item2\", \"item3\"]'\n"
-      "    brine-run queue.insert myqueue '{\"name\": \"redis\", \"port\": 6379}'",
-      [](Context& ctx, const std::vector<Value>& a) {
-        CheckBackend(BackendName(a[2]), "insert");
-        return Insert(ctx, QueueName(a[0], "queue"), a[1]);
+      [](Context& ctx, const Args& a) {
+        CheckBackend(BackendName(a["backend"]), "insert");
+        return Insert(ctx, QueueName(a["queue"], "queue"), a["items"]);
       },
   });
   out.push_back({
       "queue.delete",
       {{"queue", std::nullopt}, {"items", std::nullopt}, {"backend", kSqlite}},
-      "Delete an item or a list of items from a queue. Returns True, whether or not anything was there.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.delete myqueue myitem\n"
-      "    brine-run queue.delete myqueue '[\"item1\", \"item2\"]'",
-      [](Context& ctx, const std::vector<Value>& a) -> Value {
-        CheckBackend(BackendName(a[2]), "delete");
-        const std::string queue = QueueName(a[0], "queue");
+      [](Context& ctx, const Args& a) -> Value {
+        CheckBackend(BackendName(a["backend"]), "delete");
+        const std::string queue = QueueName(a["queue"], "queue");
         try {
-          (void)ctx.Queues().Delete(queue, ItemsOf(a[1]));
+          (void)ctx.Queues().Delete(queue, ItemsOf(a["items"]));
         } catch (const std::invalid_argument& e) {
           throw UsageError(e.what());
         }
@@ -331,13 +316,8 @@ void AddQueueFunctions(std::vector<FunctionSpec>& out) {
   out.push_back({
       "queue.list_queues",
       {{"backend", kSqlite}},
-      "List every queue any queue call has named (even an empty one), sorted.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.list_queues",
-      [](Context& ctx, const std::vector<Value>& a) {
-        CheckBackend(BackendName(a[0]), "list_queues");
+      [](Context& ctx, const Args& a) {
+        CheckBackend(BackendName(a["backend"]), "list_queues");
         ValueList names;
         for (auto& n : ctx.Queues().ListQueues()) names.emplace_back(std::move(n));
         return Value(std::move(names));
@@ -346,125 +326,79 @@ void AddQueueFunctions(std::vector<FunctionSpec>& out) {
   out.push_back({
       "queue.list_length",
       {{"queue", std::nullopt}, {"backend", kSqlite}},
-      "The number of items in a queue.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.list_length myqueue",
-      [](Context& ctx, const std::vector<Value>& a) {
-        CheckBackend(BackendName(a[1]), "list_length");
-        return Value(ctx.Queues().Length(QueueName(a[0], "queue")));
+      [](Context& ctx, const Args& a) {
+        CheckBackend(BackendName(a["backend"]), "list_length");
+        return Value(ctx.Queues().Length(QueueName(a["queue"], "queue")));
       },
   });
   out.push_back({
       "queue.list_items",
       {{"queue", std::nullopt}, {"backend", kSqlite}},
-      "Every item in a queue, oldest first.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.list_items myqueue",
-      [](Context& ctx, const std::vector<Value>& a) {
-        CheckBackend(BackendName(a[1]), "list_items");
-        return ListOf(ctx.Queues().Items(QueueName(a[0], "queue")));
+      [](Context& ctx, const Args& a) {
+        CheckBackend(BackendName(a["backend"]), "list_items");
+        return ListOf(ctx.Queues().Items(QueueName(a["queue"], "queue")));
       },
   });
   out.push_back({
       "queue.pop",
       {{"queue", std::nullopt}, {"quantity", 1}, {"backend", kSqlite}, {"is_runner", false}},
-      "Remove and return items from the head of a queue, oldest first: `quantity` of them, or all of them\n"
-      "with quantity=all (or a negative quantity); 0 pops nothing. Concurrent pops never return an item\n"
-      "twice. is_runner is accepted for Salt's signature: items already keep their type.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.pop myqueue\n"
-      "    brine-run queue.pop myqueue 6\n"
-      "    brine-run queue.pop myqueue all",
-      [](Context& ctx, const std::vector<Value>& a) {
-        CheckBackend(BackendName(a[2]), "pop");
-        const std::string queue = QueueName(a[0], "queue");
-        return ListOf(ctx.Queues().Pop(queue, Quantity(a[1])));
+      [](Context& ctx, const Args& a) {
+        CheckBackend(BackendName(a["backend"]), "pop");
+        const std::string queue = QueueName(a["queue"], "queue");
+        return ListOf(ctx.Queues().Pop(queue, Quantity(a["quantity"])));
       },
   });
   out.push_back({
       "queue.process_queue",
       {{"queue", std::nullopt}, {"quantity", 1}, {"backend", kSqlite}, {"is_runner", false}},
-      "Pop items from a queue and fire them on the master's event bus with the tag\n"
-      "salt/queue/<queue>/process and the data {\"items\": [...], \"backend\": ..., \"queue\": ...} (for a\n"
-      "reactor). Returns that data. The items leave the queue only once brine-master has taken the event;\n"
-      "when it does not (not running, brine.send_timeout_ms passed) nothing is popped and brine-run exits 1.\n"
-      "The event fires even when the queue is empty.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.process_queue myqueue\n"
-      "    brine-run queue.process_queue myqueue 6\n"
-      "    brine-run queue.process_queue myqueue all",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const std::string backend = BackendName(a[2]);
+      [](Context& ctx, const Args& a) {
+        const std::string backend = BackendName(a["backend"]);
         CheckBackend(backend, "pop");
-        const std::string queue = QueueName(a[0], "queue");
-        return ProcessQueue(ctx, queue, Quantity(a[1]), backend);
+        const std::string queue = QueueName(a["queue"], "queue");
+        return ProcessQueue(ctx, queue, Quantity(a["quantity"]), backend);
       },
   });
   out.push_back({
       "queue.insert_runner",
       {{"fun", std::nullopt}, {"args", kNone}, {"kwargs", kNone}, {"queue", kNone}, {"backend", kNone}},
-      "Queue a call to a runner function, to be run by queue.process_runner: the item\n"
-      "{\"fun\": fun, \"args\": args, \"kwargs\": kwargs}. args is a list or a comma-separated string,\n"
-      "kwargs a dict. queue and backend default to the master config's runner_queue: {queue, backend}\n"
-      "(backend: sqlite when not set). Returns what queue.insert returns.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.insert_runner jobs.list_jobs queue=runners\n"
-      "    brine-run queue.insert_runner queue.insert args='[\"other\", \"item\"]' queue=runners",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const std::string fun = StringArg(a[0], "fun");
-        Value args = Value::EmptyList();
-        if (a[1].is_string()) {
+      [](Context& ctx, const Args& a) {
+        const std::string fun = StringArg(a["fun"], "fun");
+        const Value& args = a["args"];
+        const Value& kwargs = a["kwargs"];
+        Value call_args = Value::EmptyList();
+        if (args.is_string()) {
           // Salt splits on "," and keeps the blanks.
-          const std::string& text = a[1].as_string();
+          const std::string& text = args.as_string();
           std::size_t start = 0;
           for (std::size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1) {
-            args.as_list().emplace_back(text.substr(start, comma - start));
+            call_args.as_list().emplace_back(text.substr(start, comma - start));
           }
-          args.as_list().emplace_back(text.substr(start));
-        } else if (a[1].is_list()) {
-          args = a[1];
-        } else if (!a[1].is_null()) {
-          throw UsageError("args must be a list or a comma-separated string, got " + ToJsonForMessage(a[1]));
+          call_args.as_list().emplace_back(text.substr(start));
+        } else if (args.is_list()) {
+          call_args = args;
+        } else if (!args.is_null()) {
+          throw UsageError("args must be a list or a comma-separated string, got " + ToJsonForMessage(args));
         }
-        Value kwargs = Value::EmptyMap();
-        if (a[2].is_map()) {
-          kwargs = a[2];
-        } else if (!a[2].is_null()) {
-          throw UsageError("kwargs must be a dict, got " + ToJsonForMessage(a[2]));
+        Value call_kwargs = Value::EmptyMap();
+        if (kwargs.is_map()) {
+          call_kwargs = kwargs;
+        } else if (!kwargs.is_null()) {
+          throw UsageError("kwargs must be a dict, got " + ToJsonForMessage(kwargs));
         }
-        const std::string backend = RunnerBackend(ctx, a[4]);
+        const std::string backend = RunnerBackend(ctx, a["backend"]);
         CheckBackend(backend, "insert");
-        const std::string queue = RunnerQueue(ctx, a[3]);
-        return Insert(ctx, queue, Value::Map({{"fun", fun}, {"args", args}, {"kwargs", kwargs}}));
+        const std::string queue = RunnerQueue(ctx, a["queue"]);
+        return Insert(ctx, queue, Value::Map({{"fun", fun}, {"args", call_args}, {"kwargs", call_kwargs}}));
       },
   });
   out.push_back({
       "queue.process_runner",
       {{"quantity", 1}, {"queue", kNone}, {"backend", kNone}},
-      "Pop `quantity` runner calls queued by queue.insert_runner, fire them as queue.process_queue does, and\n"
-      "run them. A call to a function brine-run does not have, or with arguments it does not take, is left\n"
-      "in the queue (nothing is popped) and brine-run exits 1 naming it. queue and backend default as for\n"
-      "queue.insert_runner.\n"
-      "\n"
-      "CLI Example:\n"
-      "\n"
-      "    brine-run queue.process_runner queue=runners\n"
-      "    brine-run queue.process_runner 2 queue=runners",
-      [](Context& ctx, const std::vector<Value>& a) {
-        const std::string backend = RunnerBackend(ctx, a[2]);
+      [](Context& ctx, const Args& a) {
+        const std::string backend = RunnerBackend(ctx, a["backend"]);
         CheckBackend(backend, "pop");
-        const std::string queue = RunnerQueue(ctx, a[1]);
-        return ProcessRunner(ctx, Quantity(a[0]), queue, backend);
+        const std::string queue = RunnerQueue(ctx, a["queue"]);
+        return ProcessRunner(ctx, Quantity(a["quantity"]), queue, backend);
       },
   });
 }
