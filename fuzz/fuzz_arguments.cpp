@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "arguments.h"
+#include "brine/args/arguments.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::vector<std::string> words(1);
@@ -19,15 +19,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       words.back() += static_cast<char>(data[i]);
     }
   }
-  for (const auto& w : words) (void)brine::runner::YamlifyArg(w);
-  const auto parsed = brine::runner::ParseInput(words);
-  const std::vector<brine::runner::Param> params = {
+  for (const auto& w : words) (void)brine::args::YamlifyArg(w);
+  const auto parsed = brine::args::ParseInput(words);
+  const std::vector<brine::args::Param> params = {
       {"ext_source", brine::Value()}, {"outputter", brine::Value()},  {"search_metadata", brine::Value()},
       {"search_function", brine::Value()}, {"search_target", brine::Value()}, {"start_time", brine::Value()},
       {"end_time", brine::Value()},   {"display_progress", brine::Value(false)}};
   try {
-    (void)brine::runner::BindArgs("jobs.list_jobs", params, parsed);
-  } catch (const brine::runner::UsageError&) {
+    (void)brine::args::BindArgs("jobs.list_jobs", params, parsed);
+  } catch (const brine::args::UsageError&) {
   }
   return 0;
 }

@@ -29,10 +29,7 @@
 #include "support/process.h"
 #include "support/temp_dir.h"
 
-// runner/src/arguments.h is not a public header; the function is in brine_runner.
-namespace brine::runner {
-Value YamlifyArg(std::string_view word);
-}  // namespace brine::runner
+#include "brine/args/arguments.h"
 
 using brine::JsonStyle;
 using brine::ParseJson;
@@ -261,7 +258,7 @@ TEST_CASE("runner: CLI words are typed as salt-run's yamlify_arg types them", "[
   const JsonStyle compact{.indent = -1, .spaced = false, .sort_keys = false, .python_nonfinite = true};
   for (std::size_t i = 0; i < words.size(); ++i) {
     INFO("word [" << words[i] << "]");
-    const std::string brine = ToJson(brine::runner::YamlifyArg(words[i]), compact);
+    const std::string brine = ToJson(brine::args::YamlifyArg(words[i]), compact);
     if (words[i] == "20240101120000123456") {
       // Python keeps the big int exact; brine keeps the text (a jid must not become a float).
       CHECK(expected[i] == "20240101120000123456");

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "arguments.h"
+#include "brine/args/arguments.h"
 #include "brine/config/master_config.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"

@@ -5,7 +5,7 @@
 
 #include "brine/core/json.h"
 #include "help_texts.h"
-#include "times.h"
+#include "brine/args/times.h"
 
 namespace brine::runner {
 
@@ -122,7 +122,7 @@ std::int64_t IntArg(const Value& v, const std::string& name) {
 
 Micros TimeArg(const Value& v, const std::string& name) {
   const std::string text = StringArg(v, name);
-  auto t = ParseTimeArg(text);
+  auto t = args::ParseTimeArg(text);
   if (!t) {
     throw UsageError(name + ": cannot read '" + text +
                      "' as a time (ISO 8601, 'YYYY-MM-DD HH:MM', 'YYYY-MM-DD', 'Nov 23 2026', '23 Nov 2026 10:00', "

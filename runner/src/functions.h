@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "arguments.h"
+#include "brine/args/arguments.h"
 #include "brine/config/master_config.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
@@ -17,6 +17,15 @@
 #include "brine/store/store.h"
 
 namespace brine::runner {
+
+// salt-run's argument forms (brine/args), shared with brine-web.
+using args::Args;
+using args::BindArgs;
+using args::Param;
+using args::ParsedArgs;
+using args::ParseInput;
+using args::RuntimeFailure;
+using args::UsageError;
 
 // What a function may use. Owned by Main for one call.
 class Context {

@@ -12,7 +12,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "functions.h"
-#include "times.h"
+#include "brine/args/times.h"
 
 namespace brine::runner {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <zmq.h>
 
-#include "arguments.h"
+#include "brine/args/arguments.h"
 #include "brine/config/bus_endpoints.h"
 #include "brine/wire/codec.h"
 #include "zmq_socket.h"
@@ -22,12 +22,12 @@ void FireMasterEvent(const config::MasterConfig& config, const std::string& tag,
     push.Set(ZMQ_LINGER, timeout_ms);
     push.Connect(endpoint);
     if (!push.Send(frame)) {
-      throw RuntimeFailure("brine-master is not reachable at " + endpoint + " (no connection within " +
+      throw args::RuntimeFailure("brine-master is not reachable at " + endpoint + " (no connection within " +
                            std::to_string(timeout_ms) + " ms, brine.send_timeout_ms); the event " + tag +
                            " was not sent");
     }
   } catch (const ZmqError& e) {
-    throw RuntimeFailure("cannot send the event " + tag + " to brine-master at " + endpoint + ": " + e.what());
+    throw args::RuntimeFailure("cannot send the event " + tag + " to brine-master at " + endpoint + ": " + e.what());
   }
 }
 

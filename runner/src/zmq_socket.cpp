@@ -72,7 +72,7 @@ std::string ZmqVersion() {
   int major = 0, minor = 0, patch = 0;
   try {
     Libzmq().zmq_version(&major, &minor, &patch);
-  } catch (const RuntimeFailure&) {
+  } catch (const args::RuntimeFailure&) {
     // Not loadable: the report says 0.0.0 and brine-run goes on.
   }
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);

@@ -7,14 +7,14 @@
 #include <string>
 #include <string_view>
 
-#include "arguments.h"
+#include "brine/args/arguments.h"
 
 namespace brine::runner {
 
 // A libzmq call that failed: what zmq_strerror says, and its errno.
-class ZmqError : public RuntimeFailure {
+class ZmqError : public args::RuntimeFailure {
  public:
-  ZmqError(const std::string& what, int error_number) : RuntimeFailure(what), error_number_(error_number) {}
+  ZmqError(const std::string& what, int error_number) : args::RuntimeFailure(what), error_number_(error_number) {}
   [[nodiscard]] int error_number() const { return error_number_; }
 
  private:

@@ -1,10 +1,10 @@
-#include "arguments.h"
+#include "brine/args/arguments.h"
 
 #include <algorithm>
 
 #include "brine/config/yaml.h"
 
-namespace brine::runner {
+namespace brine::args {
 namespace {
 
 bool IsBlank(std::string_view s) {
@@ -150,4 +150,4 @@ Args BindArgs(const std::string& function, const std::vector<Param>& params, con
   return Args(function, params, std::move(out));
 }
 
-}  // namespace brine::runner
+}  // namespace brine::args

@@ -6,7 +6,7 @@
 
 #include "brine/core/time.h"
 
-namespace brine::runner {
+namespace brine::args {
 
 // Parses, as UTC (a given zone is converted to UTC):
 //   ISO 8601: 2024-01-01T12:00:00[.ffffff][Z|+HH:MM|+HHMM|-HH:MM], `T` or a space
@@ -21,4 +21,4 @@ namespace brine::runner {
 // nullopt for anything else.
 [[nodiscard]] std::optional<Micros> ParseTimeArg(std::string_view text);
 
-}  // namespace brine::runner
+}  // namespace brine::args

@@ -10,7 +10,7 @@
 
 #include "brine/core/value.h"
 
-namespace brine::runner {
+namespace brine::args {
 
 // A usage error: salt-run reports it as "Passed invalid arguments: <what>"
 // followed by the function's usage; brine-run exits 2.
@@ -83,4 +83,4 @@ class Args {
 // arguments, an unexpected keyword, a value given twice.
 [[nodiscard]] Args BindArgs(const std::string& function, const std::vector<Param>& params, const ParsedArgs& args);
 
-}  // namespace brine::runner
+}  // namespace brine::args

@@ -1,4 +1,4 @@
-#include "times.h"
+#include "brine/args/times.h"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace brine::runner {
+namespace brine::args {
 namespace {
 
 // A cursor over the text with small typed reads; each returns false on mismatch.
@@ -233,4 +233,4 @@ std::optional<Micros> ParseTimeArg(std::string_view text) {
   return ParseWords(text);
 }
 
-}  // namespace brine::runner
+}  // namespace brine::args
