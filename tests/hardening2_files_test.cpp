@@ -159,6 +159,14 @@ TEST_CASE("hardening2: brine.import_local_cache run as root follows no symlink, 
   WriteJob(zero, "20240101120000000005", {"web1"});
   fs::remove(zero / ".load.p");
   fs::create_symlink("/dev/zero", zero / ".load.p");
+  // A second link to a root-only file (where protected_hardlinks does not
+  // stop it), and a sparse file above brine.max_frame_bytes (64 MiB).
+  const fs::path packed_secret = s.dir() / "root-secret.p";
+  WriteBytes(packed_secret, brine::wire::PackMsgpack(Value("TOPSECRET-4f1d")));
+  ::chmod(packed_secret.c_str(), 0600);
+  fs::create_hard_link(packed_secret, good / "web1" / "out.p");
+  WriteBytes(fifo / "web2" / "out.p", "");
+  fs::resize_file(fifo / "web2" / "out.p", 100 << 20);
   // A jid that is not one line of text.
   const fs::path bad_jid = jobs / "c3" / "badjid";
   WriteJob(bad_jid, "2024\n0101\x01", {"web1"});
@@ -183,7 +191,9 @@ TEST_CASE("hardening2: brine.import_local_cache run as root follows no symlink, 
   CHECK(why(fifo / "web1" / "return.p") == "a FIFO, not a regular file");
   CHECK(why(zero / ".load.p") == "a symlink, not followed");
   CHECK(why(bad_jid / "jid").rfind("not a job id", 0) == 0);
-  CHECK(skipped->as_map().size() == 8);
+  CHECK(why(good / "web1" / "out.p") == "a file with 2 hard links, not read");
+  CHECK(why(fifo / "web2" / "out.p") == "104857600 bytes, above the limit of 67108864");
+  CHECK(skipped->as_map().size() == 10);
   // The secret is nowhere in the store; the jobs that were skipped are not there.
   CHECK(StoreBytes(s.m.database()).find("TOPSECRET") == std::string::npos);
   CHECK(Sql(s.m.database(), "SELECT jid FROM jids ORDER BY jid") ==
