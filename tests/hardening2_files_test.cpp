@@ -421,3 +421,20 @@ TEST_CASE("hardening2: brine.import_export binds a master id holding a NUL inste
   REQUIRE(e.exit_code == 0);
   CHECK(ReadFile(out).find("\"master_id\":\"evil\\u0000'); DROP TABLE event; --\"") != std::string::npos);
 }
+
+TEST_CASE("hardening2: brine.import_export files events of two masters at one microsecond, and an older one after "
+          "them, without an id conflict",
+          "[hardening][runner][e2e]") {
+  // Each master id's store kept the last event id it had read at open, so
+  // the second master's event took the first one's id: "UNIQUE constraint
+  // failed: event.id", with part of the file committed.
+  Site s;
+  const fs::path in = s.dir() / "interleaved.jsonl";
+  WriteExport(in, {EventLine("\"x\"", 1700000000000000), EventLine("\"y\"", 1700000000000000),
+                   EventLine("\"x\"", 1600000000000000), EventLine("\"y\"", 1700000000000001)});
+  const RunResult r = s.Brine({"brine.import_export", in.string(), "--out", "json"});
+  INFO(Describe(r));
+  REQUIRE(r.exit_code == 0);
+  CHECK(*brine::ParseJson(r.out).Find("events") == 4);
+  CHECK(Sql(s.m.database(), "SELECT count(*), count(DISTINCT id) FROM event") == "4|4\n");
+}

@@ -263,6 +263,17 @@ class SqliteBackend final : public Backend {
   void Begin() override {
     ResetStatements();
     db_->exec("BEGIN IMMEDIATE");
+    // An event's id is its arrival time kept above the last id, so the last
+    // id is read again under the write lock: another connection (brine-master
+    // beside an import, import_export's store for another master id) may have
+    // added events since this one looked, and a stale mark gave two events
+    // one id ("UNIQUE constraint failed: event.id").
+    try {
+      LoadHighWaterMarks();
+    } catch (...) {
+      db_->exec("ROLLBACK");
+      throw;
+    }
   }
 
   void Commit() override {
