@@ -4,9 +4,9 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <stdexcept>
 
+#include "brine/core/atomic_file.h"
 #include "brine/master/service_notify.h"
 
 namespace brine::master {
@@ -115,24 +115,19 @@ std::string FormatMetrics(const MetricsSnapshot& m) {
 }
 
 void WriteFileAtomically(const std::filesystem::path& path, const std::string& text) {
-  // The temp name does not end in .prom, so the textfile collector skips it.
-  std::filesystem::path tmp = path;
-  tmp += "." + std::to_string(::getpid()) + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw std::runtime_error("cannot write " + tmp.string());
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("cannot rename " + tmp.string() + " to " + path.string() + ": " + ec.message());
+  // A random temp name made O_EXCL|O_NOFOLLOW (core/atomic_file.h): the
+  // textfile folder is often writable by other accounts, and a link planted at
+  // a predictable name would have us overwrite its target (issue 25, item 5).
+  // The temp name (.<name>.<random>.tmp) does not end in .prom, so the
+  // textfile collector skips it. 0644: node_exporter runs as its own user. No
+  // fsync: the file is rewritten every second, and the thread that writes it
+  // also pings the watchdog, which a busy disk must not stall.
+  try {
+    AtomicFile f(path, {.mode = 0644, .sync = AtomicFile::Sync::kNone});
+    f.Write(text);
+    f.Commit();
+  } catch (const FileError& e) {
+    throw std::runtime_error(e.what());
   }
 }
 

@@ -2,14 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <list>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "brine/core/atomic_file.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/wire/tags.h"
@@ -21,6 +24,8 @@ namespace fs = std::filesystem;
 
 constexpr int kFormatVersion = 1;
 constexpr int kRecordsPerBatch = 1000;
+// Stores open at once during an import (each holds a few descriptors).
+constexpr std::size_t kOpenStores = 8;
 
 std::string Quoted(const std::string& s) { return ToJson(Value(s)); }
 
@@ -85,7 +90,9 @@ class Line {
 
 // The stores the import writes through, one per master id (an archived
 // event records the master that archived it, and a Store archives under its
-// OpenOptions::master_id). At most one holds an open batch.
+// OpenOptions::master_id). At most one holds an open batch, and at most
+// kOpenStores are open: a file from 2,000 masters ran a store per id out of
+// descriptors partway (issue 25, item 15), so the least recently used closes.
 class Importer {
  public:
   explicit Importer(Context& ctx) : ctx_(ctx) {}
@@ -93,15 +100,18 @@ class Importer {
   // The store for events archived by `master_id` ("" for jobs and returns:
   // the config's id, as brine-master would open it), with the batch open on it.
   store::Store& For(const std::string& master_id) {
-    const std::string key = master_id.empty() ? ctx_.config().id : master_id;
+    const std::string& key = master_id.empty() ? ctx_.config().id : master_id;
     if (current_ != nullptr && current_key_ == key) return *current_;
     Commit();
-    auto& slot = stores_[key];
-    if (!slot) {
+    auto it = std::find_if(open_.begin(), open_.end(), [&](const auto& e) { return e.first == key; });
+    if (it != open_.end()) {
+      open_.splice(open_.begin(), open_, it);
+    } else {
+      if (open_.size() >= kOpenStores) open_.pop_back();  // no batch is open on it: Commit() above
       store::OpenOptions o{.master_id = key, .clock = &clock_};
-      slot = OpenWritableStore(ctx_.config(), o);
+      open_.emplace_front(key, OpenWritableStore(ctx_.config(), o));
     }
-    current_ = slot.get();
+    current_ = open_.front().second.get();
     current_key_ = key;
     batch_.emplace(BeginBatchPatiently(*current_));
     return *current_;
@@ -122,10 +132,11 @@ class Importer {
  private:
   Context& ctx_;
   FakeClock clock_{Micros{}};  // outlives the stores below
-  std::map<std::string, std::unique_ptr<store::Store>> stores_;
+  // Most recently used first.
+  std::list<std::pair<std::string, std::unique_ptr<store::Store>>> open_;
   store::Store* current_ = nullptr;
   std::string current_key_;
-  std::optional<store::Batch> batch_;  // destroyed (rolled back) before stores_
+  std::optional<store::Batch> batch_;  // destroyed (rolled back) before open_
   int in_batch_ = 0;
 };
 
@@ -134,13 +145,21 @@ class Importer {
 Value Export(Context& ctx, const fs::path& file, std::optional<Micros> since, std::optional<Micros> until) {
   const auto started = std::chrono::steady_clock::now();
   store::Store& store = ctx.Store();
-  const fs::path tmp = file.string() + ".tmp" + std::to_string(::getpid());
-  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-  if (!out) throw RuntimeFailure(file.string() + ": cannot be written");
+  // A private temp file (0600, like the store: every return is in it) under a
+  // random name beside `file`, renamed into place (core/atomic_file.h): a
+  // predictable FILE.tmp<pid> was a link another account could plant
+  // (issue 25, items 9 and 10). A destination that is a symlink is refused.
+  std::optional<AtomicFile> out;
+  try {
+    out.emplace(file, AtomicFile::Options{.mode = 0600});
+  } catch (const FileError& e) {
+    throw RuntimeFailure(e.what());
+  }
   long long jobs = 0, returns = 0, events = 0;
   auto bound = [](const std::optional<Micros>& t) { return t ? Quoted(FormatStamp(*t)) : std::string("null"); };
-  out << "{\"brine_export\":" << kFormatVersion << ",\"schema\":" << store.SchemaVersion()
-      << ",\"since\":" << bound(since) << ",\"until\":" << bound(until) << "}\n";
+  out->Write("{\"brine_export\":" + std::to_string(kFormatVersion) + ",\"schema\":" +
+             std::to_string(store.SchemaVersion()) + ",\"since\":" + bound(since) + ",\"until\":" + bound(until) +
+             "}\n");
   // A jid is its UTC start time: [since, until) is a range of jid text.
   // until's bound is the jid of the microsecond before it with every suffix.
   std::optional<std::string> jid_min, jid_max;
@@ -161,31 +180,32 @@ Value Export(Context& ctx, const fs::path& file, std::optional<Micros> since, st
              ",\"nocache\":" + (job.nocache ? "true" : "false") +
              ",\"endtime\":" + (job.endtime ? Quoted(*job.endtime) : "null") +
              ",\"seen_us\":" + std::to_string(ToUnixMicros(job.seen)) + "}\n";
-      out << line;
+      out->Write(line);
       ++jobs;
       for (const store::StoredReturn& r : job.returns) {
-        out << "{\"return\":" << Quoted(job.jid) << ",\"minion\":" << Quoted(r.minion)
-            << ",\"received_us\":" << ToUnixMicros(r.received) << ",\"load\":" << r.full_ret_json << "}\n";
+        line = "{\"return\":" + Quoted(job.jid) + ",\"minion\":" + Quoted(r.minion) +
+               ",\"received_us\":" + std::to_string(ToUnixMicros(r.received)) + ",\"load\":";
+        line += r.full_ret_json;
+        line += "}\n";
+        out->Write(line);
         ++returns;
       }
     });
     store.ForEachEvent(since, until, [&](store::ArchivedEvent&& e) {
-      out << "{\"event\":" << Quoted(e.tag) << ",\"master_id\":" << Quoted(e.master_id)
-          << ",\"received_us\":" << ToUnixMicros(e.received) << ",\"data\":" << e.data_json << "}\n";
+      line = "{\"event\":" + Quoted(e.tag) + ",\"master_id\":" + Quoted(e.master_id) +
+             ",\"received_us\":" + std::to_string(ToUnixMicros(e.received)) + ",\"data\":";
+      line += e.data_json;
+      line += "}\n";
+      out->Write(line);
       ++events;
     });
+    out->Commit();
   } catch (const store::StoreError& e) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
+    throw RuntimeFailure(e.what());  // the temp file goes with `out`
+  } catch (const FileError& e) {
     throw RuntimeFailure(e.what());
   }
-  out.flush();
-  out.close();
   std::error_code ec;
-  if (!out || (fs::rename(tmp, file, ec), ec)) {
-    fs::remove(tmp, ec);
-    throw RuntimeFailure(file.string() + ": cannot be written");
-  }
   Value result = Value::EmptyMap();
   result.Set("file", fs::absolute(file).string());
   result.Set("jobs", jobs);

@@ -18,11 +18,18 @@ namespace brine::runner {
 // turn). Idempotent: a job already in the store with the same load, and a
 // return already stored, add nothing. A file that cannot be read or decoded
 // is skipped and reported, never fatal; a damaged .load.p skips its job.
+// Nothing is followed or read that the tree's owner could aim elsewhere (root
+// runs this over the service user's tree): a symlink (file or folder), a
+// FIFO, a device, a file with a second hard link, a file above
+// brine.max_frame_bytes (256 bytes for `jid` and `endtime`), and a jid that
+// is not one line of printable text are skipped and listed under "skipped",
+// never opened through or read whole (a jid, .load.p or folder skipped skips its job).
 // Shows progress on stderr when it is a terminal. Returns {"jobs": new jobs,
 // "jobs_present": jobs already there, "returns": returns stored,
-// "returns_present": returns already there, "damaged": {path: why}, "seconds"}.
-// Throws RuntimeFailure when `jobs_dir` is not a folder or the store cannot
-// be opened for writing.
+// "returns_present": returns already there, "damaged": {path: why},
+// "skipped": {path: why}, "seconds"}.
+// Throws RuntimeFailure when `jobs_dir` is not a folder (or is a symlink) or
+// the store cannot be opened for writing.
 [[nodiscard]] Value ImportLocalCache(Context& ctx, const std::filesystem::path& jobs_dir);
 
 }  // namespace brine::runner

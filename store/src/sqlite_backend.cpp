@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "backend.h"
+#include "brine/core/atomic_file.h"
 #include "brine/core/glob.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
@@ -235,8 +236,12 @@ class SqliteBackend final : public Backend {
     if (options.access != OpenOptions::Access::kReadOnly) {
       Guard("opening the store", Op::kWrite, [&] {
         LoadHighWaterMarks();
-        db_->exec("INSERT INTO master(name) VALUES (" + Quote(options.master_id) +
-                  ") ON CONFLICT(name) DO NOTHING");
+        // Bound, never spliced into the text: a NUL in an id would end the
+        // statement there (issue 25, item 15).
+        auto& add = Stmt("INSERT INTO master(name) VALUES (?) ON CONFLICT(name) DO NOTHING");
+        add.bind(1, options.master_id);
+        add.exec();
+        add.reset();
         auto& q = Stmt("SELECT id FROM master WHERE name = ?");
         q.bind(1, options.master_id);
         q.executeStep();
@@ -258,6 +263,17 @@ class SqliteBackend final : public Backend {
   void Begin() override {
     ResetStatements();
     db_->exec("BEGIN IMMEDIATE");
+    // An event's id is its arrival time kept above the last id, so the last
+    // id is read again under the write lock: another connection (brine-master
+    // beside an import, import_export's store for another master id) may have
+    // added events since this one looked, and a stale mark gave two events
+    // one id ("UNIQUE constraint failed: event.id").
+    try {
+      LoadHighWaterMarks();
+    } catch (...) {
+      db_->exec("ROLLBACK");
+      throw;
+    }
   }
 
   void Commit() override {
@@ -599,14 +615,25 @@ class SqliteBackend final : public Backend {
   // --- reads --------------------------------------------------------------------
 
   void BackupTo(const std::filesystem::path& to) override {
-    std::error_code ec;
-    if (std::filesystem::exists(to, ec)) throw StoreError("backup: " + to.string() + " exists; give a new path");
+    // The copy holds every return, so it is private (0600) like the store,
+    // and is made under a random name in a private 0700 folder beside `to`
+    // (core/atomic_file.h), where SQLite also puts its -journal: another
+    // account can plant no link there, and `to` itself must be a new name,
+    // never a symlink, dangling or not (issue 25, item 9).
+    std::optional<AtomicFile> file;
+    try {
+      file.emplace(to, AtomicFile::Options{.mode = 0600,
+                                           .replace = AtomicFile::Replace::kNever,
+                                           .staging = AtomicFile::Staging::kPrivateFolder});
+    } catch (const FileError& e) {
+      throw StoreError(std::string("backup: ") + e.what());
+    }
     // SQLite's online backup API in one step: the source's read transaction
     // spans the whole copy, so it is the store as of one commit while the
     // writer goes on in WAL mode. (VACUUM INTO would compact too, but needs a
     // writable connection, and brine-run's is read-only.)
     (void)Read("backup", [&] {
-      SQLite::Database dest(to.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
+      SQLite::Database dest(file->temp_path().string(), SQLite::OPEN_READWRITE);
       SQLite::Backup backup(dest, *db_);
       const int rc = backup.executeStep(-1);
       if (rc != SQLITE_DONE) throw SQLite::Exception("backup did not complete", rc);
@@ -614,6 +641,11 @@ class SqliteBackend final : public Backend {
       dest.exec("PRAGMA journal_mode = DELETE");
       return 0;
     });
+    try {
+      file->Commit();
+    } catch (const FileError& e) {
+      throw StoreError(std::string("backup: ") + e.what());
+    }
   }
 
   Store::RowCounts CountRows() override {
@@ -965,15 +997,6 @@ class SqliteBackend final : public Backend {
   }
 
  private:
-  static std::string Quote(const std::string& s) {
-    std::string out = "'";
-    for (char c : s) {
-      out += c;
-      if (c == '\'') out += '\'';
-    }
-    return out + "'";
-  }
-
   static Value StringList(const std::vector<std::string>& items) {
     ValueList l;
     for (const auto& s : items) l.emplace_back(s);

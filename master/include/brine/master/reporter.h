@@ -70,7 +70,8 @@ struct MetricsSnapshot {
 [[nodiscard]] std::string FormatMetrics(const MetricsSnapshot& m);
 
 // Writes `text` to `path` through a temp file in the same folder and a
-// rename. Throws std::runtime_error naming the path on failure.
+// rename (core/atomic_file.h: a random name made O_EXCL|O_NOFOLLOW, mode 0644).
+// Throws std::runtime_error naming the path on failure, or when the path is a symlink.
 void WriteFileAtomically(const std::filesystem::path& path, const std::string& text);
 
 class Reporter {
