@@ -366,7 +366,9 @@ bool Writer::SpoolStep() {
     bool done = false;
     try {
       const Micros now = clock_.Now();
-      while (batch_.size() < options_.batch_max_events && batch_bytes_ < options_.spool_batch_bytes) {
+      // (batch_bytes_ counts from a batch's first frame: the last batch's until then.)
+      while (batch_.empty() ||
+             (batch_.size() < options_.batch_max_events && batch_bytes_ < options_.spool_batch_bytes)) {
         std::optional<SpoolItem> item = spool_reader_->Next();
         if (!item) {
           done = true;
