@@ -16,6 +16,7 @@
 #include "brine/master/spool.h"
 #include "brine/store/store.h"
 #include "support/master_process.h"
+#include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -238,6 +239,48 @@ TEST_CASE("spool: a new file under the name of one whose progress was kept is fi
   REQUIRE(WaitUntil([&] { return SpoolEmpty(spool); }));
   REQUIRE(m.Stop() == 0);
   REQUIRE(SpooledOnce(m.database()) == "5|5\n");
+}
+
+namespace {
+
+// The progress API on one backend: per master, joined to the batch (rolled
+// back with it), replaced, forgotten.
+void CheckSpoolProgress(const std::string& database) {
+  using Progress = std::vector<std::pair<std::string, std::int64_t>>;
+  auto a = brine::store::OpenStore(database, {.master_id = "a"});
+  auto b = brine::store::OpenStore(database, {.master_id = "b"});
+  REQUIRE(a->GetSpoolProgress().empty());
+  {
+    auto batch = a->BeginBatch();
+    a->PutSpoolProgress("1.frames.taken:1:2:300:4", 100);
+  }  // not committed: rolled back
+  REQUIRE(a->GetSpoolProgress().empty());
+  {
+    auto batch = a->BeginBatch();
+    a->PutSpoolProgress("1.frames.taken:1:2:300:4", 100);
+    a->PutSpoolProgress("1.frames.taken:1:2:300:4", 200);
+    batch.Commit();
+  }
+  b->PutSpoolProgress("1.frames.taken:1:2:300:4", 7);  // another master's own row
+  REQUIRE(a->GetSpoolProgress() == Progress{{"1.frames.taken:1:2:300:4", 200}});
+  REQUIRE(b->GetSpoolProgress() == Progress{{"1.frames.taken:1:2:300:4", 7}});
+  a->ForgetSpoolProgress("1.frames.taken:1:2:300:4");
+  a->ForgetSpoolProgress("never");
+  REQUIRE(a->GetSpoolProgress().empty());
+  REQUIRE(b->GetSpoolProgress() == Progress{{"1.frames.taken:1:2:300:4", 7}});
+}
+
+}  // namespace
+
+TEST_CASE("spool: the store keeps each master's spool progress with its batch, on SQLite and PostgreSQL",
+          "[hardening][spool][store]") {
+  brine::test::TempDir dir;
+  CheckSpoolProgress((dir / "s.sqlite").string());
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("PostgreSQL half skipped: " << *why);
+    return;
+  }
+  CheckSpoolProgress(brine::test::PostgresServer::Shared().CreateDatabase());
 }
 
 // --- item 13: a spool file with a 255-byte name blocks spool filing for good -----------------

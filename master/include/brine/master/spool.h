@@ -19,12 +19,16 @@
 // the next magic: the complete records before and after are all read.
 //
 // The folder (docs/salt.md): <cachedir>/brine-spool, a real directory (never
-// a symlink) of mode 0700 owned by the Salt master's `user`. The plug-in opens
-// it O_DIRECTORY | O_NOFOLLOW, checks owner and mode on the descriptor, and
-// creates and opens its files relative to that descriptor (O_NOFOLLOW, new
-// ones O_CREAT | O_EXCL); root hands a file it created to `user` only by
-// fchown on that file's own descriptor. Anything else is refused and logged.
-// brine-master opens the folder the same way and takes only its own files.
+// a symlink) of mode 0700 owned by the Salt master's `user` (root spools there
+// too, for `user`). The plug-in opens it O_DIRECTORY | O_NOFOLLOW relative to
+// the cachedir, checks owner and mode on the descriptor, and opens its file
+// relative to that descriptor (O_NOFOLLOW; a new one O_CREAT | O_EXCL); the
+// file must be a regular file of `user` with one link and mode 0600. Root
+// hands the folder or a file to `user` only when it has just created it, by
+// fchown on its own descriptor. Anything else is refused and logged critical:
+// whoever controls the cachedir cannot make root create or chown a file
+// anywhere else. brine-master opens the folder the same way, requires it to
+// be its own, and takes only its own regular files.
 //
 // Taking a file (brine-master, between batches): rename <pid>.frames to
 // <pid>.frames.taken, flock it (waiting out an append in progress), then file
@@ -32,8 +36,8 @@
 // name before the rename re-checks, once it holds the lock, that its
 // descriptor is still the file at <pid>.frames, and reopens when it is not; so
 // a taken file no longer grows. Each batch's transaction records the offset it
-// reached under the file's identity (SpoolFileKey: name, device, inode, size,
-// mtime) in the store's spool_progress; a `.taken` file left by a crash is
+// reached under the file's identity (TakenSpoolFile::key: name, device,
+// inode, size, mtime) in the store's spool_progress; a `.taken` file left by a crash is
 // taken again at the next pass and resumed at its committed offset, so no
 // record is filed twice or lost, and a new file under an old name starts at 0.
 // A name the rename cannot make (`<name>.taken` over NAME_MAX) is left where
