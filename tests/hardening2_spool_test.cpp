@@ -174,9 +174,16 @@ TEST_CASE("spool: a spool file much larger than a batch is filed with bounded me
   REQUIRE(SpooledOnce(m.database()) == std::to_string(kRecords) + "|" + std::to_string(kRecords) + "\n");
   REQUIRE(Counter(m.database(), "stored") == kRecords);
   REQUIRE(CountersBalance(m.database()));
-  // Loosely: the store's page cache and a batch, not the file (docs/reliability.md: about 200 MiB).
+  // Loosely: the store's page cache and a batch, not the file (docs/reliability.md:
+  // about 200 MiB; measured 87 MiB, and 308 MiB when the file was read whole).
+  // AddressSanitizer's shadow memory and quarantine double a process's RSS.
+#if defined(__SANITIZE_ADDRESS__)
+  constexpr long kBoundKib = 400 * 1024;
+#else
+  constexpr long kBoundKib = 200 * 1024;
+#endif
   REQUIRE(peak_kib > 0);
-  REQUIRE(peak_kib < 200 * 1024);
+  REQUIRE(peak_kib < kBoundKib);
   // Filed in many commits, and its progress forgotten once it was removed.
   REQUIRE(Counter(m.database(), "batches") > 10);
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM spool_progress") == "0\n");
@@ -188,7 +195,8 @@ TEST_CASE("spool: brine-master killed -9 mid-filing, then restarted, files every
   const fs::path spool = m.dir() / "cache" / "brine-spool";
   fs::create_directories(spool);
   ::chmod(spool.c_str(), 0700);
-  constexpr int kRecords = 60000;
+  // 150 commits of 1,000: the kill lands well before the last, even on a loaded machine.
+  constexpr int kRecords = 150000;
   (void)WriteSpoolFile(spool / "4343.frames", kRecords, 200);
   m.Start();
   // Part of the file committed, not all of it: then the kill.

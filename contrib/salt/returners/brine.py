@@ -24,8 +24,11 @@ frames are appended to ``<cachedir>/brine-spool/<pid>.frames`` (fsynced, see
 master/include/brine/master/spool.h for the format) and brine-master files
 them at its next maintenance pass. Spool files and their folder belong to the
 Salt master's ``user``, whichever process (the master as ``salt``,
-``salt-run`` as root) writes first. A call never raises for a failed write:
-it is logged at critical level, as Salt itself logs a failed returner.
+``salt-run`` as root) writes first. The folder is opened without following
+links and must be that user's own, mode 0700; files are opened relative to it,
+and root hands over only what it has just created (_open_spool_dir). A call
+never raises for a failed or refused write: it is logged at critical level, as
+Salt itself logs a failed returner.
 
 Reads open the brine store read-only and select from the ``brine_api_v1_*``
 views (migrations/0003_salt_api.sql; migrations/postgres/0002 on PostgreSQL),
