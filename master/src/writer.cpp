@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <thread>
 
-
 namespace brine::master {
 
 using SteadyClock = std::chrono::steady_clock;
