@@ -83,6 +83,14 @@ class SpoolFolderTest(unittest.TestCase):
         fst = os.lstat(files[0])
         self.assertEqual((fst.st_uid, stat.S_IMODE(fst.st_mode)), (self.pw.pw_uid, 0o600))
 
+    def test_root_creates_no_folder_for_the_service_user_in_a_cachedir_it_does_not_own(self):
+        # As when the cachedir path leads somewhere else, such as /etc.
+        os.chown(self.master.cachedir, 0, 0)
+        err = self.one_return("a", None)
+        self.assertFalse(os.path.lexists(self.master.spool_dir), err)
+        self.assertIn("will not create", err)
+        self.assertIn("lost", err)
+
     def test_a_link_planted_as_the_spool_file_is_refused_and_its_target_untouched(self):
         os.mkdir(self.master.spool_dir, 0o700)
         os.chown(self.master.spool_dir, self.pw.pw_uid, self.pw.pw_gid)

@@ -468,6 +468,16 @@ def _open_spool_dir(create):
         except FileNotFoundError:
             if not create:
                 return None
+            if uid != os.geteuid() and os.fstat(parent).st_uid != uid:
+                # root makes a folder for `user` only in `user`'s own
+                # cachedir (Salt chowns it so): a cachedir path someone
+                # pointed at, say, /etc must not get a folder `user` owns.
+                raise OSError(
+                    errno.EPERM,
+                    "will not create {} for uid {}: the cachedir belongs to uid {}".format(
+                        path, uid, os.fstat(parent).st_uid
+                    ),
+                )
             try:
                 os.mkdir("brine-spool", 0o700, dir_fd=parent)
                 created = True
