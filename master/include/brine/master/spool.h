@@ -25,7 +25,8 @@
 // relative to that descriptor (O_NOFOLLOW; a new one O_CREAT | O_EXCL); the
 // file must be a regular file of `user` with one link and mode 0600. Root
 // hands the folder or a file to `user` only when it has just created it, by
-// fchown on its own descriptor. Anything else is refused and logged critical:
+// fchown on its own descriptor, and creates the folder only in a cachedir
+// `user` owns. Anything else is refused and logged critical:
 // whoever controls the cachedir cannot make root create or chown a file
 // anywhere else. brine-master opens the folder the same way, requires it to
 // be its own, and takes only its own regular files.
