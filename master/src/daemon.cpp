@@ -393,6 +393,8 @@ int Run(const Args& args, std::ostream& err) {
   wopts.keep_events_by_tag = cfg.brine.keep_events_by_tag;
   wopts.max_store_bytes = cfg.brine.max_store_mb * 1048576;
   wopts.spool_dir = cfg.cachedir / "brine-spool";
+  wopts.spool_batch_bytes = std::min(wopts.spool_batch_bytes, wopts.batch_max_bytes);
+  wopts.spool_max_record_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes);
   AckMailbox acks;
   LiveStatus status;
   wopts.status = &status;

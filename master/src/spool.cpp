@@ -1,5 +1,6 @@
 #include "brine/master/spool.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@ constexpr std::size_t kHeader = 8;   // magic + length
 constexpr std::size_t kTrailer = 4;  // crc
 constexpr std::string_view kSuffix = ".frames";
 constexpr std::string_view kTakenSuffix = ".frames.taken";
+constexpr std::size_t kWindow = std::size_t{1} << 20;
 
 std::array<std::uint32_t, 256> MakeCrcTable() {
   std::array<std::uint32_t, 256> t{};
@@ -29,6 +31,13 @@ std::array<std::uint32_t, 256> MakeCrcTable() {
     t[i] = c;
   }
   return t;
+}
+
+// The running CRC-32 state (start 0xFFFFFFFF, finish ^ 0xFFFFFFFF) after `bytes`.
+std::uint32_t CrcUpdate(std::uint32_t c, std::string_view bytes) {
+  static const std::array<std::uint32_t, 256> table = MakeCrcTable();
+  for (char ch : bytes) c = table[(c ^ static_cast<unsigned char>(ch)) & 0xFF] ^ (c >> 8);
+  return c;
 }
 
 std::uint32_t ReadU32(std::string_view b, std::size_t at) {
@@ -58,30 +67,38 @@ bool EndsWith(const std::string& s, std::string_view suffix) {
 // point elsewhere, another user's file is not the plug-in's) is left alone.
 bool IsOwnRegularFile(const struct stat& st) { return S_ISREG(st.st_mode) && st.st_uid == ::geteuid(); }
 
-std::optional<TakenSpoolFile> OpenLocked(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+// Opens `name` in the folder `dir_fd` and locks it; nullopt for a file that
+// is not one of ours (see IsOwnRegularFile) or is gone.
+std::optional<TakenSpoolFile> OpenLocked(int dir_fd, const std::filesystem::path& dir, const std::string& name) {
+  const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ELOOP || errno == ENXIO || errno == ENOENT) return std::nullopt;
-    ThrowErrno("cannot open " + path.string());
+    ThrowErrno("cannot open " + (dir / name).string());
   }
-  TakenSpoolFile taken(path, fd);
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !IsOwnRegularFile(st)) return std::nullopt;
+  if (::fstat(fd, &st) != 0 || !IsOwnRegularFile(st)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  TakenSpoolFile taken(dir / name, fd);
   // Waits for a writer that still holds the file from before the rename.
   while (::flock(fd, LOCK_EX) != 0) {
-    if (errno != EINTR) ThrowErrno("cannot lock " + path.string());
+    if (errno != EINTR) ThrowErrno("cannot lock " + (dir / name).string());
   }
   return taken;
 }
 
+// Closes a descriptor on every path out.
+struct FdCloser {
+  int fd;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
 }  // namespace
 
-std::uint32_t Crc32(std::string_view bytes) {
-  static const std::array<std::uint32_t, 256> table = MakeCrcTable();
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (char ch : bytes) c = table[(c ^ static_cast<unsigned char>(ch)) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
+std::uint32_t Crc32(std::string_view bytes) { return CrcUpdate(0xFFFFFFFFu, bytes) ^ 0xFFFFFFFFu; }
 
 void AppendSpoolRecord(std::string& out, std::string_view frame) {
   out.append(kMagic);
@@ -127,8 +144,21 @@ SpoolContents ParseSpool(std::string_view bytes) {
   return out;
 }
 
+TakenSpoolFile::TakenSpoolFile(std::filesystem::path path, int fd) : path_(std::move(path)), fd_(fd) {
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0) {
+    size_ = static_cast<std::uint64_t>(st.st_size);
+    key_ = path_.filename().string() + ":" + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino) + ":" +
+           std::to_string(st.st_size) + ":" +
+           std::to_string(static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec);
+  }
+}
+
 TakenSpoolFile::TakenSpoolFile(TakenSpoolFile&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      size_(other.size_),
+      key_(std::move(other.key_)) {}
 
 TakenSpoolFile::~TakenSpoolFile() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
@@ -155,31 +185,189 @@ void TakenSpoolFile::Remove() {
 }
 
 std::vector<TakenSpoolFile> TakeSpoolFiles(const std::filesystem::path& dir) {
+  std::vector<std::string> skipped;
+  return TakeSpoolFiles(dir, skipped);
+}
+
+std::vector<TakenSpoolFile> TakeSpoolFiles(const std::filesystem::path& dir, std::vector<std::string>& skipped) {
   std::vector<TakenSpoolFile> out;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return out;
+  // The folder itself, never through a symlink, and only our own: names are
+  // then resolved against this descriptor, whatever happens to the path.
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    if (errno == ENOENT) return out;
+    ThrowErrno("cannot open the spool folder " + dir.string() + " (it must be a directory, not a symlink)");
+  }
+  FdCloser closer{dir_fd};
+  struct stat dst {};
+  if (::fstat(dir_fd, &dst) != 0) ThrowErrno("cannot stat " + dir.string());
+  if (dst.st_uid != ::geteuid()) {
+    throw std::system_error(EPERM, std::generic_category(),
+                            "the spool folder " + dir.string() + " belongs to uid " + std::to_string(dst.st_uid) +
+                                ", not to this process's user (uid " + std::to_string(::geteuid()) + ")");
+  }
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+  {
+    // fdopendir takes its descriptor over: give it a copy.
+    const int list_fd = ::dup(dir_fd);
+    if (list_fd < 0) ThrowErrno("cannot list " + dir.string());
+    DIR* d = ::fdopendir(list_fd);
+    if (d == nullptr) {
+      ::close(list_fd);
+      ThrowErrno("cannot list " + dir.string());
+    }
+    errno = 0;
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(name);
+      errno = 0;
+    }
+    const int list_errno = errno;
+    ::closedir(d);
+    if (list_errno != 0) throw std::system_error(list_errno, std::generic_category(), "cannot list " + dir.string());
+  }
   std::sort(names.begin(), names.end());
   const auto own_regular = [&](const std::string& name) {
     struct stat st {};
-    return ::lstat((dir / name).c_str(), &st) == 0 && IsOwnRegularFile(st);
+    return ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && IsOwnRegularFile(st);
+  };
+  const auto open_locked = [&](const std::string& name) {
+    try {
+      if (auto file = OpenLocked(dir_fd, dir, name)) out.push_back(std::move(*file));
+    } catch (const std::system_error& e) {
+      skipped.push_back(std::string(e.what()) + "; it is left where it is");
+    }
   };
   for (const std::string& name : names) {
     if (!EndsWith(name, kTakenSuffix) || !own_regular(name)) continue;
-    if (auto file = OpenLocked(dir / name)) out.push_back(std::move(*file));
+    open_locked(name);
   }
   for (const std::string& name : names) {
     if (!EndsWith(name, kSuffix) || !own_regular(name)) continue;
-    const std::filesystem::path taken = dir / (name + ".taken");
-    if (std::find(names.begin(), names.end(), taken.filename().string()) != names.end()) continue;  // next pass
-    if (::rename((dir / name).c_str(), taken.c_str()) != 0) {
+    const std::string taken = name + ".taken";
+    if (std::find(names.begin(), names.end(), taken) != names.end()) continue;  // next pass
+    if (::renameat(dir_fd, name.c_str(), dir_fd, taken.c_str()) != 0) {
       if (errno == ENOENT) continue;
-      ThrowErrno("cannot take " + (dir / name).string());
+      // One file that cannot be taken (a name of 250 bytes or more has no
+      // room for ".taken") must not hold up the others.
+      skipped.push_back("cannot take " + (dir / name).string() + " (rename to .taken: " +
+                        std::generic_category().message(errno) + "); it is left where it is");
+      continue;
     }
-    if (auto file = OpenLocked(taken)) out.push_back(std::move(*file));
+    open_locked(taken);
   }
   return out;
+}
+
+SpoolReader::SpoolReader(int fd, std::uint64_t size, std::uint64_t offset, std::size_t max_record_bytes)
+    : fd_(fd), size_(size), pos_(std::min(offset, size)), max_record_bytes_(max_record_bytes) {}
+
+void SpoolReader::ReadAt(std::uint64_t at, std::size_t n, std::string& out) {
+  out.resize(n);
+  std::size_t got = 0;
+  while (got < n) {
+    const ssize_t r = ::pread(fd_, out.data() + got, n - got, static_cast<off_t>(at + got));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      ThrowErrno("cannot read the spool file");
+    }
+    if (r == 0) break;  // shorter than its size said
+    got += static_cast<std::size_t>(r);
+  }
+  out.resize(got);
+}
+
+std::string_view SpoolReader::Peek(std::uint64_t at, std::size_t n) {
+  if (at >= size_) return {};
+  n = static_cast<std::size_t>(std::min<std::uint64_t>(n, size_ - at));
+  if (at >= window_at_ && at + n <= window_at_ + window_.size()) {
+    return std::string_view(window_).substr(static_cast<std::size_t>(at - window_at_), n);
+  }
+  if (n > kWindow) {
+    ReadAt(at, n, big_);
+    return big_;
+  }
+  window_at_ = at;
+  ReadAt(at, static_cast<std::size_t>(std::min<std::uint64_t>(kWindow, size_ - at)), window_);
+  return std::string_view(window_).substr(0, std::min(n, window_.size()));
+}
+
+std::optional<SpoolItem> SpoolReader::TryRecord(std::uint64_t at) {
+  const std::string_view header = Peek(at, kHeader);
+  if (header.size() < kHeader || header.substr(0, kMagic.size()) != kMagic) return std::nullopt;
+  const std::uint64_t len = ReadU32(header, 4);
+  if (len + kHeader + kTrailer > size_ - at) return std::nullopt;
+  SpoolItem item;
+  item.length = len;
+  item.end = at + kHeader + len + kTrailer;
+  if (len <= max_record_bytes_) {
+    const std::string_view body = Peek(at + kHeader, static_cast<std::size_t>(len) + kTrailer);
+    if (body.size() < len + kTrailer) return std::nullopt;
+    const std::string_view payload = body.substr(0, static_cast<std::size_t>(len));
+    item.crc = Crc32(payload);
+    if (ReadU32(body, static_cast<std::size_t>(len)) != item.crc) return std::nullopt;
+    item.bytes.assign(payload);
+    return item;
+  }
+  // Bigger than a frame may be: checked as it streams past, only a prefix kept.
+  std::uint32_t c = 0xFFFFFFFFu;
+  std::string chunk;
+  for (std::uint64_t done = 0; done < len;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(kWindow, len - done));
+    ReadAt(at + kHeader + done, n, chunk);
+    if (chunk.size() < n) return std::nullopt;
+    c = CrcUpdate(c, chunk);
+    if (item.bytes.size() < kSpoolKeepBytes) item.bytes.append(chunk.substr(0, kSpoolKeepBytes - item.bytes.size()));
+    done += n;
+  }
+  item.crc = c ^ 0xFFFFFFFFu;
+  const std::string_view trailer = Peek(at + kHeader + len, kTrailer);
+  if (trailer.size() < kTrailer || ReadU32(trailer, 0) != item.crc) return std::nullopt;
+  item.kind = SpoolItem::Kind::kOversize;
+  return item;
+}
+
+std::uint64_t SpoolReader::FindMagic(std::uint64_t from) {
+  while (from < size_) {
+    const std::string_view v = Peek(from, kWindow);
+    const std::size_t found = v.find(kMagic);
+    if (found != std::string_view::npos) return from + found;
+    if (v.size() < kMagic.size()) break;
+    from += v.size() - (kMagic.size() - 1);  // a magic across the window's edge
+  }
+  return size_;
+}
+
+std::optional<SpoolItem> SpoolReader::Next() {
+  if (pending_) {
+    std::optional<SpoolItem> item = std::move(pending_);
+    pending_.reset();
+    return item;
+  }
+  std::optional<SpoolItem> damage;
+  while (pos_ < size_) {
+    if (auto record = TryRecord(pos_)) {
+      pos_ = record->end;
+      if (!damage) return record;
+      pending_ = std::move(record);
+      return damage;
+    }
+    // Not a record here: damage up to the next magic (at least one byte on).
+    if (!damage) {
+      damage.emplace();
+      damage->kind = SpoolItem::Kind::kDamage;
+    }
+    const std::uint64_t next = FindMagic(pos_ + 1);
+    if (damage->bytes.size() < kSpoolKeepBytes) {
+      const std::size_t want = static_cast<std::size_t>(
+          std::min<std::uint64_t>(next - pos_, kSpoolKeepBytes - damage->bytes.size()));
+      damage->bytes.append(Peek(pos_, want));
+    }
+    damage->length += next - pos_;
+    damage->end = next;
+    pos_ = next;
+  }
+  return damage;
 }
 
 }  // namespace brine::master

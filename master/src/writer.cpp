@@ -1,9 +1,8 @@
 #include "brine/master/writer.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <thread>
-
-#include "brine/master/spool.h"
 
 namespace brine::master {
 
@@ -215,8 +214,10 @@ void Writer::Commit() {
     if (oldest_event_us_ == 0 && batch_counts_.stored > 0) oldest_event_us_ = ToUnixMicros(batch_.front().received);
     try {
       PutCounters(batch_counts_);
+      if (spool_progress_) store_->PutSpoolProgress(spool_progress_->first, spool_progress_->second);
       batch_handle_->Commit();
       CountersCommitted();
+      spool_progress_.reset();
     } catch (...) {
       last_commit_us_ = saved;
       --batches_;
@@ -286,8 +287,11 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
       last_commit_us_ = ToUnixMicros(clock_.Now());
       ++batches_;
       PutCounters(counts);
+      // A spool batch's offset goes with its frames, replayed or not.
+      if (spool_progress_) store_->PutSpoolProgress(spool_progress_->first, spool_progress_->second);
       batch_handle_->Commit();
       CountersCommitted();
+      spool_progress_.reset();
       batch_handle_.reset();
       totals_ += counts;
       batch_counts_ = {};
@@ -303,47 +307,118 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
   }
 }
 
-void Writer::IngestSpool() {
-  if (options_.spool_dir.empty()) return;
-  std::vector<TakenSpoolFile> files;
-  try {
-    files = TakeSpoolFiles(options_.spool_dir);
-  } catch (const std::exception& e) {
-    log_.Log(LogLevel::kError, std::string("cannot read the spool: ") + e.what());
-  }
-  for (TakenSpoolFile& file : files) {
-    SpoolContents contents;
+void Writer::EndSpoolPass() {
+  spool_reader_.reset();
+  spool_files_.clear();  // closing them releases their locks
+  spool_next_ = 0;
+  spool_pass_open_ = false;
+  spool_progress_.reset();
+}
+
+bool Writer::SpoolStep() {
+  if (options_.spool_dir.empty()) return true;
+  if (!spool_pass_open_) {
+    std::vector<std::string> skipped;
     try {
-      contents = ParseSpool(file.ReadAll());
+      spool_files_ = TakeSpoolFiles(options_.spool_dir, skipped);
     } catch (const std::exception& e) {
       log_.Log(LogLevel::kError, std::string("cannot read the spool: ") + e.what());
+    }
+    for (const std::string& line : skipped) {
+      if (std::find(spool_skips_logged_.begin(), spool_skips_logged_.end(), line) != spool_skips_logged_.end()) continue;
+      spool_skips_logged_.push_back(line);
+      log_.Log(LogLevel::kError, "spool: " + line);
+    }
+    spool_offsets_ = store_->GetSpoolProgress();
+    // Progress of a file that is gone (removed, then a crash before its row
+    // went): no file of that name is left to resume.
+    for (const auto& [key, offset] : spool_offsets_) {
+      std::string name = key;  // name:device:inode:size:mtime, and a name may hold ':'
+      for (int i = 0; i < 4 && name.rfind(':') != std::string::npos; ++i) name.resize(name.rfind(':'));
+      std::error_code ec;
+      if (!std::filesystem::exists(std::filesystem::symlink_status(options_.spool_dir / name, ec))) {
+        store_->ForgetSpoolProgress(key);
+      }
+    }
+    spool_next_ = 0;
+    spool_pass_open_ = true;
+  }
+  while (spool_next_ < spool_files_.size()) {
+    TakenSpoolFile& file = spool_files_[spool_next_];
+    const std::string name = file.path().filename().string();
+    if (!spool_reader_) {
+      std::int64_t offset = 0;
+      for (const auto& [key, at] : spool_offsets_) {
+        if (key == file.key()) offset = at;
+      }
+      if (offset > 0) {
+        log_.Log(LogLevel::kInfo, "spool " + name + ": resuming at byte " + std::to_string(offset) + " of " +
+                                      std::to_string(file.size()) + ", where the last committed batch ended");
+      }
+      spool_reader_.emplace(file.fd(), file.size(), static_cast<std::uint64_t>(offset), options_.spool_max_record_bytes);
+      spool_file_frames_ = 0;
+      spool_file_damaged_ = 0;
+    }
+    // One batch: its frames, and the offset just past the last of them,
+    // commit together. The offset is set before each frame joins the batch,
+    // so a replay of a failed commit writes it with exactly those frames.
+    bool done = false;
+    try {
+      const Micros now = clock_.Now();
+      // (batch_bytes_ counts from a batch's first frame: the last batch's until then.)
+      while (batch_.empty() ||
+             (batch_.size() < options_.batch_max_events && batch_bytes_ < options_.spool_batch_bytes)) {
+        std::optional<SpoolItem> item = spool_reader_->Next();
+        if (!item) {
+          done = true;
+          break;
+        }
+        Frame frame{.bytes = std::move(item->bytes), .received = now, .source = Frame::Source::kSpool};
+        if (item->kind == SpoolItem::Kind::kDamage) {
+          frame.damage = "spool " + name + ": " + std::to_string(item->length) +
+                         " bytes that are not a complete record (a writer killed mid-append)";
+          if (item->length > frame.bytes.size()) frame.damage += " (the first " + std::to_string(frame.bytes.size()) + " kept)";
+          ++spool_file_damaged_;
+        } else if (item->kind == SpoolItem::Kind::kOversize) {
+          char crc[9];
+          std::snprintf(crc, sizeof crc, "%08x", item->crc);
+          frame.damage = "frame of " + std::to_string(item->length) + " bytes exceeds max_frame_bytes " +
+                         std::to_string(options_.spool_max_record_bytes) + " (" + std::to_string(item->length) +
+                         " bytes, crc32 " + crc + "; the first " + std::to_string(frame.bytes.size()) + " kept)";
+        } else {
+          ++spool_file_frames_;
+        }
+        spool_progress_ = {file.key(), static_cast<std::int64_t>(item->end)};
+        (void)Ingest(std::move(frame));
+      }
+    } catch (const std::exception& e) {
+      // A read error: what was filed commits with its offset; the file stays
+      // `.taken` and is resumed at the next pass.
+      log_.Log(LogLevel::kError, "cannot read the spool file " + name + ": " + e.what());
+      Commit();
+      spool_reader_.reset();
+      ++spool_next_;
       continue;
     }
-    // One file is one batch: it is removed only after all of it committed,
-    // so a crash in between reads it whole again and nothing is filed twice
-    // by halves.
-    const Micros now = clock_.Now();
-    for (std::string& bytes : contents.frames) {
-      (void)Ingest(Frame{.bytes = std::move(bytes), .received = now, .source = Frame::Source::kSpool});
-    }
-    for (std::string& bytes : contents.damaged) {
-      const std::string reason = "spool " + file.path().filename().string() + ": " + std::to_string(bytes.size()) +
-                                 " bytes that are not a complete record (a writer killed mid-append)";
-      (void)Ingest(Frame{.bytes = std::move(bytes), .received = now, .damage = reason, .source = Frame::Source::kSpool});
-    }
     Commit();
+    if (!done) return false;  // the next batch at the next step, after the bus's frames
+    spool_reader_.reset();
+    ++spool_next_;
     try {
       file.Remove();
+      store_->ForgetSpoolProgress(file.key());
     } catch (const std::exception& e) {
-      // Left as .taken, it would be read again: stop here and say so.
+      // Left as .taken, it is resumed at its end: nothing is filed again.
       log_.Log(LogLevel::kCritical, std::string("spool frames committed but the file stays: ") + e.what());
-      return;
+      continue;
     }
-    log_.Log(LogLevel::kInfo, "spool " + file.path().filename().string() + ": " +
-                                  std::to_string(contents.frames.size()) + " frames filed" +
-                                  (contents.damaged.empty() ? "" : ", " + std::to_string(contents.damaged.size()) +
-                                                                       " damaged runs quarantined"));
+    log_.Log(LogLevel::kInfo, "spool " + name + ": " + std::to_string(spool_file_frames_) + " frames filed" +
+                                  (spool_file_damaged_ == 0
+                                       ? ""
+                                       : ", " + std::to_string(spool_file_damaged_) + " damaged runs quarantined"));
   }
+  EndSpoolPass();
+  return true;
 }
 
 void Writer::MaintenanceStep() {
@@ -354,8 +429,7 @@ void Writer::MaintenanceStep() {
       case Phase::kIdle:
         return;
       case Phase::kSpool:
-        phase_ = Phase::kClean;
-        IngestSpool();
+        if (SpoolStep()) phase_ = Phase::kClean;
         return;
       case Phase::kClean: {
         store::Retention retention;
@@ -453,6 +527,7 @@ void Writer::MaintenanceStep() {
     }
   } catch (const std::exception& e) {
     log_.Log(LogLevel::kError, std::string("maintenance failed: ") + e.what());
+    EndSpoolPass();  // its files are taken again, and resumed, at the next pass
     phase_ = Phase::kIdle;
     next_maintenance_ = SteadyClock::now() + options_.loop_interval;
     try {

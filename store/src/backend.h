@@ -158,6 +158,9 @@ class Backend {
   virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
   // Replaces this master's counters (OpenOptions::master_id).
   virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
+  // Store::PutSpoolProgress and ForgetSpoolProgress (this master's rows).
+  virtual void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) = 0;
+  virtual void ForgetSpoolProgress(const std::string& file_key) = 0;
 
   // --- maintenance outside transactions (Store's contract) ---------------------
   virtual Store::SpaceInfo Space() = 0;
@@ -175,6 +178,7 @@ class Backend {
   virtual std::int64_t UsedBytes() = 0;
   virtual std::optional<Micros> OldestEvent() = 0;
   virtual Value GetCounters() = 0;
+  virtual std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() = 0;
   virtual Value GetLoad(const std::string& jid) = 0;
   virtual Value GetJid(const std::string& jid) = 0;
   virtual Value GetJidFull(const std::string& jid) = 0;

@@ -229,6 +229,14 @@ class JobCache final : public Store {
     Write("put_counters", [&] { backend_->PutCounters(counters); });
   }
 
+  void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) override {
+    Write("put_spool_progress", [&] { backend_->PutSpoolProgress(file_key, offset_bytes); });
+  }
+
+  void ForgetSpoolProgress(const std::string& file_key) override {
+    Write("forget_spool_progress", [&] { backend_->ForgetSpoolProgress(file_key); });
+  }
+
   SpaceInfo Space() override { return backend_->Space(); }
 
   void IncrementalVacuum(std::int64_t pages) override {
@@ -269,6 +277,9 @@ class JobCache final : public Store {
   RowCounts CountRows() override { return backend_->CountRows(); }
   std::optional<Micros> OldestEvent() override { return backend_->OldestEvent(); }
   Value GetCounters() override { return backend_->GetCounters(); }
+  std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override {
+    return backend_->GetSpoolProgress();
+  }
   Value GetLoad(const std::string& jid) override { return backend_->GetLoad(jid); }
   Value GetJid(const std::string& jid) override { return backend_->GetJid(jid); }
   Value GetJidFull(const std::string& jid) override { return backend_->GetJidFull(jid); }

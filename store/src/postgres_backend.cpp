@@ -799,6 +799,17 @@ class PostgresBackend final : public Backend {
           {O(Int(master_row_)), O(names.Take()), O(values.Take())}, Plan::kReuse);
   }
 
+  void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) override {
+    Defer("INSERT INTO spool_progress (master_id, file_key, offset_bytes) VALUES ($1, $2, $3)"
+          " ON CONFLICT (master_id, file_key) DO UPDATE SET offset_bytes = excluded.offset_bytes",
+          {O(Int(master_row_)), O(file_key), O(Int(offset_bytes))}, Plan::kReuse);
+  }
+
+  void ForgetSpoolProgress(const std::string& file_key) override {
+    Defer("DELETE FROM spool_progress WHERE master_id = $1 AND file_key = $2", {O(Int(master_row_)), O(file_key)},
+          Plan::kReuse);
+  }
+
   // --- maintenance --------------------------------------------------------------
 
   Store::SpaceInfo Space() override {
@@ -861,6 +872,16 @@ class PostgresBackend final : public Backend {
         }
         m->Set(std::string(r.text(i, 1)), static_cast<long long>(r.integer(i, 2)));
       }
+      return out;
+    });
+  }
+
+  std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override {
+    return Guard("get_spool_progress", Op::kRead, [&] {
+      PgResult r = Db().Exec("SELECT file_key, offset_bytes FROM spool_progress WHERE master_id = $1 ORDER BY file_key",
+                             {P(Int(master_row_))});
+      std::vector<std::pair<std::string, std::int64_t>> out;
+      for (int i = 0; i < r.rows(); ++i) out.emplace_back(std::string(r.text(i, 0)), r.integer(i, 1));
       return out;
     });
   }

@@ -575,6 +575,23 @@ class SqliteBackend final : public Backend {
     }
   }
 
+  void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) override {
+    auto& q = Stmt(
+        "INSERT INTO spool_progress (master_id, file_key, offset_bytes) VALUES (?, ?, ?)"
+        " ON CONFLICT (master_id, file_key) DO UPDATE SET offset_bytes = excluded.offset_bytes");
+    q.bind(1, master_row_);
+    q.bind(2, file_key);
+    q.bind(3, offset_bytes);
+    q.exec();
+  }
+
+  void ForgetSpoolProgress(const std::string& file_key) override {
+    auto& q = Stmt("DELETE FROM spool_progress WHERE master_id = ? AND file_key = ?");
+    q.bind(1, master_row_);
+    q.bind(2, file_key);
+    q.exec();
+  }
+
   // --- maintenance ----------------------------------------------------------------------
 
   Store::SpaceInfo Space() override {
@@ -689,6 +706,16 @@ class SqliteBackend final : public Backend {
         }
         m->Set(q.getColumn(1).getString(), static_cast<long long>(q.getColumn(2).getInt64()));
       }
+      return out;
+    });
+  }
+
+  std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override {
+    return Read("get_spool_progress", [&] {
+      SQLite::Statement q(*db_, "SELECT file_key, offset_bytes FROM spool_progress WHERE master_id = ? ORDER BY file_key");
+      q.bind(1, master_row_);
+      std::vector<std::pair<std::string, std::int64_t>> out;
+      while (q.executeStep()) out.emplace_back(q.getColumn(0).getString(), q.getColumn(1).getInt64());
       return out;
     });
   }

@@ -24,8 +24,11 @@ frames are appended to ``<cachedir>/brine-spool/<pid>.frames`` (fsynced, see
 master/include/brine/master/spool.h for the format) and brine-master files
 them at its next maintenance pass. Spool files and their folder belong to the
 Salt master's ``user``, whichever process (the master as ``salt``,
-``salt-run`` as root) writes first. A call never raises for a failed write:
-it is logged at critical level, as Salt itself logs a failed returner.
+``salt-run`` as root) writes first. The folder is opened without following
+links and must be that user's own, mode 0700; files are opened relative to it,
+and root hands over only what it has just created (_open_spool_dir). A call
+never raises for a failed or refused write: it is logged at critical level, as
+Salt itself logs a failed returner.
 
 Reads open the brine store read-only and select from the ``brine_api_v1_*``
 views (migrations/0003_salt_api.sql; migrations/postgres/0002 on PostgreSQL),
@@ -42,6 +45,7 @@ a fork starts afresh.
 """
 
 import datetime
+import errno
 import json
 import logging
 import os
@@ -428,6 +432,127 @@ def _service_account():
     return pw.pw_uid, pw.pw_gid
 
 
+def _spool_owner():
+    """(uid, gid) the spool folder and its files must belong to: the Salt
+    master's `user` when this process is root and that user is not (root
+    spools for it, docs/salt.md), else this process's own user."""
+    owner = _service_account()
+    return owner if owner is not None else (os.geteuid(), os.getegid())
+
+
+def _open_spool_dir(create):
+    """A descriptor on <cachedir>/brine-spool, opened O_DIRECTORY|O_NOFOLLOW
+    relative to the cachedir and checked on the descriptor: a directory of the
+    spool's owner (_spool_owner) with mode 0700. With `create`, a missing
+    folder is made so (root hands the folder it made to the owner with fchown
+    on its own descriptor); without, a missing folder is None. Raises OSError
+    naming the reason for anything else: a symlink, another owner, another
+    mode. Whoever controls the cachedir can then only point the spool at a
+    folder the owner owns already, never make root write elsewhere."""
+    cachedir = _cachedir()
+    if create:
+        os.makedirs(cachedir, exist_ok=True)  # Salt's cachedir, as configured
+    try:
+        parent = os.open(cachedir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if create:
+            raise
+        return None
+    path = os.path.join(cachedir, "brine-spool")
+    uid, gid = _spool_owner()
+    try:
+        created = False
+        flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open("brine-spool", flags, dir_fd=parent)
+        except FileNotFoundError:
+            if not create:
+                return None
+            if uid != os.geteuid() and os.fstat(parent).st_uid != uid:
+                # root makes a folder for `user` only in `user`'s own
+                # cachedir (Salt chowns it so): a cachedir path someone
+                # pointed at, say, /etc must not get a folder `user` owns.
+                raise OSError(
+                    errno.EPERM,
+                    "will not create {} for uid {}: the cachedir belongs to uid {}".format(
+                        path, uid, os.fstat(parent).st_uid
+                    ),
+                )
+            try:
+                os.mkdir("brine-spool", 0o700, dir_fd=parent)
+                created = True
+            except FileExistsError:
+                pass
+            fd = os.open("brine-spool", flags, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise OSError(exc.errno, "the spool folder {} is a symlink or not a directory: refused".format(path))
+        raise
+    finally:
+        os.close(parent)
+    try:
+        st = os.fstat(fd)
+        if created and st.st_uid == os.geteuid():
+            # Only the folder this call made, through its own descriptor: a
+            # folder someone swapped in meanwhile is checked, never handed over.
+            os.fchmod(fd, 0o700)
+            if st.st_uid != uid:
+                os.fchown(fd, uid, gid)
+            st = os.fstat(fd)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or stat.S_IMODE(st.st_mode) != 0o700:
+            raise OSError(
+                errno.EPERM,
+                "the spool folder {} must be a directory of uid {} with mode 0700, not of uid {} with mode {:o}: "
+                "refused".format(path, uid, st.st_uid, stat.S_IMODE(st.st_mode)),
+            )
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _open_spool_file(dir_fd, name, owner):
+    """This process's spool file `name` in the checked folder `dir_fd`, open
+    for appending: the existing one, or a new one made O_CREAT|O_EXCL (and,
+    by root, handed to `owner` with fchown on its descriptor). None when
+    another process made it in between (try again). Raises OSError for a file
+    that is not a regular file of `owner` with one link and mode 0600 or less:
+    a link planted there is refused, never written through."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    created = False
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except FileNotFoundError:
+        try:
+            fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd)
+            created = True
+        except FileExistsError:
+            return None
+    try:
+        st = os.fstat(fd)
+        if created and st.st_uid != owner[0]:
+            # root writes for the Salt master's user, who must read, rename
+            # and remove the file: only the file this call created.
+            os.fchown(fd, *owner)
+            st = os.fstat(fd)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_uid != owner[0]
+            or st.st_nlink != 1
+            or stat.S_IMODE(st.st_mode) & 0o077
+        ):
+            raise OSError(
+                errno.EPERM,
+                "the spool file {} is not a regular file of uid {} with one link and mode 0600: refused".format(
+                    name, owner[0]
+                ),
+            )
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _spool(frames):
     """Appends records for `frames` to this process's spool file, fsynced.
     Returns False (logged critical) when the spool cannot be written."""
@@ -449,58 +574,48 @@ def _spool(frames):
 def _append_spool(path, frames):
     import fcntl  # not on Windows, where Salt masters do not run
 
-    directory = os.path.dirname(path)
-    owner = _service_account()
-    if not os.path.isdir(directory):
-        os.makedirs(os.path.dirname(directory), exist_ok=True)  # Salt's cachedir
-        try:
-            os.mkdir(directory, 0o700)
-            if owner is not None:
-                os.chown(directory, *owner)
-        except FileExistsError:
-            pass
+    name = os.path.basename(path)
+    owner = _spool_owner()
     data = b"".join(
         _SPOOL_MAGIC + struct.pack(">I", len(f)) + f + struct.pack(">I", zlib.crc32(f) & 0xFFFFFFFF)
         for f in frames
     )
-    while True:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            # brine-master may have taken (renamed) the file between our open
-            # and our lock: then write to a fresh one.
-            mine = os.fstat(fd)
-            try:
-                current = os.stat(path, follow_symlinks=False)
-            except FileNotFoundError:
+    dir_fd = _open_spool_dir(create=True)
+    try:
+        while True:
+            fd = _open_spool_file(dir_fd, name, owner)
+            if fd is None:
                 continue
-            if (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
-                continue
-            if owner is not None and mine.st_uid != owner[0]:
-                # root writes for the Salt master's user, who must read,
-                # rename and remove the file.
-                os.fchown(fd, *owner)
-            size = mine.st_size
             try:
-                view = memoryview(data)
-                while view:
-                    written = os.write(fd, view)
-                    view = view[written:]
-                os.fsync(fd)
-            except OSError:
-                # Leave no torn record behind for the next append.
-                os.ftruncate(fd, size)
-                raise
-            if size == 0:
-                dir_fd = os.open(directory, os.O_RDONLY)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                # brine-master may have taken (renamed) the file between our open
+                # and our lock: then write to a fresh one.
+                mine = os.fstat(fd)
                 try:
-                    os.fsync(dir_fd)
-                finally:
-                    os.close(dir_fd)
-            _log_once("spooled", logging.WARNING, "brine: writes are spooled in %s", path)
-            return
-        finally:
-            os.close(fd)
+                    current = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if (current.st_dev, current.st_ino) != (mine.st_dev, mine.st_ino):
+                    continue
+                size = mine.st_size
+                try:
+                    view = memoryview(data)
+                    while view:
+                        written = os.write(fd, view)
+                        view = view[written:]
+                    os.fsync(fd)
+                except OSError:
+                    # Leave no torn record behind for the next append.
+                    os.ftruncate(fd, size)
+                    raise
+                if size == 0:
+                    os.fsync(dir_fd)  # the new file's name
+                _log_once("spooled", logging.WARNING, "brine: writes are spooled in %s", path)
+                return
+            finally:
+                os.close(fd)
+    finally:
+        os.close(dir_fd)
 
 
 def _parse_spool(data):
@@ -526,8 +641,8 @@ def _parse_spool(data):
     return frames
 
 
-def _read_spool_file(path):
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+def _read_spool_file(dir_fd, name):
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -548,7 +663,21 @@ def _spooled_writes():
     Read before the store: a file brine-master files and removes between the
     two reads is then seen in the store."""
     try:
-        names = sorted(os.listdir(_spool_dir()))
+        dir_fd = _open_spool_dir(create=False)
+    except OSError as exc:
+        _log_once("spool-dir", logging.WARNING, "brine: not reading the spool: %s", exc)
+        return []
+    if dir_fd is None:
+        return []
+    try:
+        return _spooled_writes_in(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _spooled_writes_in(dir_fd):
+    try:
+        names = sorted(os.listdir(dir_fd))
     except OSError:
         return []
     state = _process_state()
@@ -560,13 +689,13 @@ def _spooled_writes():
             continue
         path = os.path.join(_spool_dir(), name)
         try:
-            key, data = _read_spool_file(path)
+            key, data = _read_spool_file(dir_fd, name)
         except FileNotFoundError:
             if not name.endswith(".frames"):
                 continue  # filed and removed meanwhile: the store has it
             try:  # taken (renamed) by brine-master meanwhile
                 path += ".taken"
-                key, data = _read_spool_file(path)
+                key, data = _read_spool_file(dir_fd, name + ".taken")
             except OSError:
                 continue
         except OSError as exc:

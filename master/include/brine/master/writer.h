@@ -25,8 +25,13 @@
 // is failing new requests are refused by the reader (Failing()).
 //
 // Between batches it runs maintenance every loop_interval (first pass at
-// start): the Salt plug-in's spool files (spool.h) are read, their frames
-// filed like the bus's and committed, then each file is removed; retention in transactions of at most 5,000 rows that yield to
+// start): the Salt plug-in's spool files (spool.h) are streamed and filed
+// like the bus's, a batch of at most batch_max_events frames or
+// spool_batch_bytes per step (bus frames and acknowledged requests are taken
+// between the steps); each batch's commit also records the offset it reached
+// (Store::PutSpoolProgress), so after a crash the file is resumed there and
+// no frame is filed twice or lost; each file is removed once all of it
+// committed, then its progress is forgotten; retention in transactions of at most 5,000 rows that yield to
 // incoming frames, incremental_vacuum while free pages pass 10% of the file,
 // and a wal_checkpoint(TRUNCATE).
 #pragma once
@@ -45,6 +50,7 @@
 #include "brine/master/frame_queue.h"
 #include "brine/master/live_status.h"
 #include "brine/master/logger.h"
+#include "brine/master/spool.h"
 #include "brine/store/store.h"
 
 namespace brine::master {
@@ -70,6 +76,12 @@ struct WriterOptions {
   std::chrono::milliseconds backoff_max{30000};
   // Where the Salt plug-in spools frames (<cachedir>/brine-spool); empty: none.
   std::filesystem::path spool_dir;
+  // A spool batch's frames (kept in memory until it commits) stop at this
+  // many bytes, so filing a spool of any size stays within a bounded memory.
+  std::size_t spool_batch_bytes = std::size_t{8} << 20;
+  // A spool record bigger than this (brine.max_frame_bytes) is quarantined as
+  // its first 64 KiB, length and CRC-32, never read whole.
+  std::size_t spool_max_record_bytes = std::size_t{64} << 20;
   // Where the writer shows its progress to the reporter (reporter.h); must
   // outlive the Writer. nullptr: nowhere.
   LiveStatus* status = nullptr;
@@ -105,7 +117,10 @@ class Writer {
   void PutCounters(const Counters& pending);
   void CountersCommitted();
   void MaintenanceStep();
-  void IngestSpool();
+  // Files one batch of the spool pass in progress (taking the files first).
+  // True when the pass is done.
+  bool SpoolStep();
+  void EndSpoolPass();
   void Reopen();
 
   WriterOptions options_;
@@ -151,6 +166,19 @@ class Writer {
   std::optional<std::int64_t> prune_target_;
   std::int64_t prune_used_ = 0;
   store::CleanResult prune_run_;
+
+  // The spool pass in progress: the files taken (filed front to back), the
+  // reader of the one being filed, and the progress the open batch commits
+  // with its frames (file key, offset), written by Commit and by a replay.
+  std::vector<TakenSpoolFile> spool_files_;
+  std::size_t spool_next_ = 0;  // index in spool_files_ of the file being filed
+  bool spool_pass_open_ = false;
+  std::optional<SpoolReader> spool_reader_;
+  std::vector<std::pair<std::string, std::int64_t>> spool_offsets_;  // as the store held them at the pass's start
+  std::optional<std::pair<std::string, std::int64_t>> spool_progress_;
+  std::int64_t spool_file_frames_ = 0;
+  std::int64_t spool_file_damaged_ = 0;
+  std::vector<std::string> spool_skips_logged_;  // each skipped file is logged once per run
 
   enum class Phase { kIdle, kSpool, kClean, kPrune, kVacuum, kStatistics, kCheckpoint };
   Phase phase_ = Phase::kSpool;  // first pass at start

@@ -322,6 +322,19 @@ class Store {
   // `counters`. Joins the open batch, so counters commit with the data they count.
   virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
 
+  // --- the Salt plug-in's spool (brine-master; master/include/brine/master/spool.h) ---
+  // Records that this Store's master (OpenOptions::master_id) has filed the
+  // spool file `file_key` (its identity) up to byte `offset_bytes`. Joins the
+  // open batch, so the offset commits with the frames it counts. Throws as
+  // any write.
+  virtual void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) = 0;
+  // Forgets `file_key`'s progress (its file is gone); nothing when there is
+  // none. Joins the open batch. Throws as any write.
+  virtual void ForgetSpoolProgress(const std::string& file_key) = 0;
+  // Every spool file's progress this Store's master recorded, as
+  // (file_key, offset_bytes) in file_key order; empty when none. Throws StoreError.
+  [[nodiscard]] virtual std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() = 0;
+
   struct SpaceInfo {
     std::int64_t page_size = 0;
     std::int64_t page_count = 0;
