@@ -36,6 +36,7 @@ constexpr std::size_t kMacBytes = 32;
 constexpr std::size_t kMaxHandshakeBytes = 64;
 constexpr std::size_t kHeaderBytes = 20;
 constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr int kReadsPerTurn = 16;  // 1 MiB
 // After EMFILE or ENFILE the listener rests this long: accept would fail
 // again at once, and poll would report the listener ready for ever (a busy
 // loop that starved the bus and the metrics).
@@ -406,20 +407,25 @@ void CacheSocket::Accept() {
 bool CacheSocket::ReadFrom(Connection& c) {
   // Into one scratch buffer, then appended: growing `in` by a whole chunk
   // before each recv would zero 64 KiB per request.
+  // At most kReadsPerTurn chunks: a caller that sends without pause must not
+  // grow `in` past what Parse and the budgets look at (the rest waits in the
+  // kernel, and the next turn reads it).
   read_buffer_.resize(kReadChunk);
-  while (true) {
+  for (int reads = 0; reads < kReadsPerTurn;) {
     const ssize_t n = ::recv(c.fd, read_buffer_.data(), read_buffer_.size(), 0);
     if (n > 0) {
       c.active = Steady::now();
       if (c.in.empty() && c.stage == Stage::kOpen) c.partial = c.active;
       c.in.append(read_buffer_.data(), static_cast<std::size_t>(n));
       if (static_cast<std::size_t>(n) < read_buffer_.size()) return true;
+      ++reads;
       continue;
     }
     if (n == 0) return false;  // the caller closed
     if (errno == EINTR) continue;
     return errno == EAGAIN || errno == EWOULDBLOCK;
   }
+  return true;
 }
 
 bool CacheSocket::Parse(std::uint64_t serial, Connection& c) {
