@@ -307,6 +307,8 @@ void CacheSocket::Serve(const zmq::pollitem_t* items, std::size_t count) {
       // What arrived before an end of file is still served.
       const bool open = ReadFrom(c);
       keep = Parse(serial, c) && open;
+    } else if (keep && (revents & ZMQ_POLLERR) != 0) {
+      keep = false;  // hung up or failed while not read: poll would report it for ever
     } else if (keep && (revents & ZMQ_POLLOUT) != 0) {
       keep = Parse(serial, c);  // requests held back while the replies piled up
     }
@@ -613,8 +615,10 @@ void CacheSocket::SendReplies() {
     touched.push_back(p.connection);
   }
   for (const std::uint64_t serial : touched) {
+    // Parse, not only Flush: requests held back while replies piled up are
+    // handled once these go out (no new input may come to wake them).
     auto conn = connections_.find(serial);
-    if (conn != connections_.end() && !conn->second.out.empty() && !Flush(conn->second)) broken.push_back(serial);
+    if (conn != connections_.end() && !Parse(serial, conn->second)) broken.push_back(serial);
   }
   for (const std::uint64_t serial : broken) Close(serial);
 }
