@@ -510,6 +510,10 @@ TEST_CASE("hardening2: brine.tcp_cache_port defaults to 4520 and refuses every p
           std::string::npos);
   REQUIRE(ConfigErrorOf("publish_port: 4520\n").find("brine.tcp_cache_port (default)") != std::string::npos);
   REQUIRE(ConfigErrorOf("ret_port: 4600\nbrine.tcp_cache_port: 4506\n").empty());
+  // Its timeouts are multiples of brine.send_timeout_ms: bounded so they cannot overflow.
+  REQUIRE(ConfigErrorOf("brine.send_timeout_ms: 9223372036854775807\n").find("brine.send_timeout_ms") !=
+          std::string::npos);
+  REQUIRE(ConfigErrorOf("brine.send_timeout_ms: 86400000\n").empty());
   const brine::config::MasterConfig moved =
       brine::config::LoadMasterConfigFromText("root_dir: /srv/r\nbrine.cache_key_file: /k/brine.key\n", "/nonexistent");
   REQUIRE(moved.brine.cache_key_file == "/srv/r/k/brine.key");

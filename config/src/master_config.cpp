@@ -673,7 +673,8 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   b.keep_events_seconds =
       Typer::NonNegative(t.Brine("keep_events_seconds")).value_or(c.keep_jobs_seconds);
   b.active_window_s = Typer::Positive(t.Brine("active_window_s")).value_or(b.active_window_s);
-  b.send_timeout_ms = Typer::Positive(t.Brine("send_timeout_ms")).value_or(b.send_timeout_ms);
+  // At most a day: brine-master's timeouts are multiples of it in nanoseconds.
+  b.send_timeout_ms = Typer::Positive(t.Brine("send_timeout_ms"), 86400000).value_or(b.send_timeout_ms);
   std::optional<std::string> metrics_file = Typer::Path(t.Brine("metrics_file"));
   b.metrics_file = metrics_file ? fs::path(internal::PrependRootDir(root_dir, *metrics_file))
                                 : fs::path(PyJoin(c.cachedir.string(), "brine-master.prom"));

@@ -95,7 +95,7 @@
 //   brine.max_frame_bytes     67108864 (64 MiB)
 //   brine.max_queue_mb        32 (at most 2^43 - 1, so bytes fit 64 bits)
 //   brine.keep_events_seconds the effective keep_jobs_seconds (0 = keep forever)
-//   brine.active_window_s     300            brine.send_timeout_ms     2000
+//   brine.active_window_s     300            brine.send_timeout_ms     2000 (at most 86400000)
 //   brine.queue_timeout_s     known but not read here: the Salt queue backend's
 //                             limit on one brine-run call (default 60)
 //   brine.metrics_file        <cachedir>/brine-master.prom: brine-master's metrics in
