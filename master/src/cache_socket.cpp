@@ -453,7 +453,13 @@ bool CacheSocket::Parse(std::uint64_t serial, Connection& c) {
         return false;
       }
       if (rest.size() < length) break;
-      if (!Handshake(c, rest.substr(0, length))) return false;
+      bool proven = false;
+      try {
+        proven = Handshake(c, rest.substr(0, length));
+      } catch (const std::exception& e) {  // libcrypto failed: this connection only
+        LogRefusal(LogLevel::kError, std::string("the key handshake at ") + options_.endpoint + ": " + e.what());
+      }
+      if (!proven) return false;
       at += 4 + length;
       continue;
     }
