@@ -32,6 +32,7 @@ packages=(
   python3 python3-yaml python3-zmq python3-msgpack
   clang libclang-rt-dev
   postgresql libpq-dev python3-psycopg2
+  libssl-dev
   systemd logrotate
 )
 

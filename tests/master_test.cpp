@@ -1596,23 +1596,8 @@ TEST_CASE("master: a stale or malformed acknowledged request is answered not tak
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_returns") == "0\n");
 }
 
-TEST_CASE("master: with ipc_mode tcp acknowledged writes are taken on 127.0.0.1 and no socket file is made",
-          "[master][e2e]") {
-  const brine::test::TcpBusPorts ports = brine::test::FreeTcpBusPorts();
-  MasterProcess m(ports.Config());
-  m.set_tcp_ports(ports.pull, ports.pub);
-  m.Start();
-  REQUIRE_FALSE(std::filesystem::exists(m.sock_dir() / "brine_cache.ipc"));
-  AckClient client(ports.cache);
-  const std::string jid = JidAt(Now());
-  const Value ret = Value::Map({{"cmd", "_return"}, {"id", "web1"}, {"jid", jid},
-                                {"fun", "test.ping"}, {"return", true}, {"retcode", 0}, {"success", true}});
-  const AckReply reply = client.RequestReply(AckHeader(5, NowUs()), {CacheFrame("return", ret)});
-  REQUIRE(reply.status == 0);
-  REQUIRE(reply.id == 5);
-  REQUIRE(Sql(m.database(), "SELECT id FROM salt_returns WHERE jid = '" + jid + "'") == "web1\n");
-  REQUIRE(m.Stop() == 0);
-}
+// With ipc_mode tcp, acknowledged writes on 127.0.0.1 after the key handshake:
+// tests/hardening2_socket_test.cpp.
 
 TEST_CASE("master: unfinished requests past their byte budget close the connection holding the most",
           "[master][e2e]") {

@@ -30,7 +30,18 @@ constexpr int kMaxIncludeDepth = 32;
 constexpr std::string_view kDefaultInclude = "master.d/*.conf";
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
 
-constexpr std::array<std::string_view, 24> kBrineKeys = {
+// The ports a Salt master binds, with Salt's defaults (salt/config/__init__.py):
+// brine.tcp_cache_port may be none of them.
+constexpr std::array<std::pair<std::string_view, int>, 8> kSaltPorts = {{{"publish_port", 4505},
+                                                                         {"ret_port", 4506},
+                                                                         {"tcp_pub_port", 4510},
+                                                                         {"tcp_pull_port", 4511},
+                                                                         {"tcp_master_pub_port", 4512},
+                                                                         {"tcp_master_pull_port", 4513},
+                                                                         {"tcp_master_publish_pull", 4514},
+                                                                         {"tcp_master_workers", 4515}}};
+
+constexpr std::array<std::string_view, 25> kBrineKeys = {
     "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
@@ -38,6 +49,7 @@ constexpr std::array<std::string_view, 24> kBrineKeys = {
     "active_window_s",  "send_timeout_ms",   "tcp_cache_port",
     "metrics_file",     "lag_warning_s",     "keep_jobs_by_fun",
     "keep_events_by_tag", "max_store_mb",   "overflow_mb",       "overflow_dir",
+    "cache_key_file",
     // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
     "queue_timeout_s"};
 
@@ -600,6 +612,9 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
       brine_sock_dir ? fs::path(internal::PrependRootDir(root_dir, *brine_sock_dir)) : c.sock_dir;
   b.log_file = internal::PrependRootDir(
       root_dir, Typer::Path(t.Brine("log_file")).value_or("/var/log/salt/brine-master"));
+  std::optional<std::string> cache_key_file = Typer::Path(t.Brine("cache_key_file"));
+  b.cache_key_file = cache_key_file ? fs::path(internal::PrependRootDir(root_dir, *cache_key_file))
+                                    : b.sock_dir / "brine_cache.key";
 
   // The bus ports default to Salt's own (spec 9.1), as brine.sock_dir does.
   Found salt_pull = t.Salt("tcp_master_pull_port");
@@ -619,6 +634,28 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
                 "a port other than the bus ports " + std::to_string(b.tcp_pull_port) + " and " +
                     std::to_string(b.tcp_pub_port));
   }
+  // Never a port a Salt master binds (in ipc_mode tcp it binds them all): the
+  // plug-in would talk to Salt, and brine-master could never listen.
+  for (const auto& [key, salt_default] : kSaltPorts) {
+    const Found salt = t.Salt(std::string(key));
+    int port = salt_default;
+    // Salt's own keys are Salt's to check: an integer (or digits) counts.
+    if (salt.value != nullptr && salt.value->is_int() && salt.value->kind() == Value::Kind::kInt &&
+        salt.value->as_int() >= 1 && salt.value->as_int() <= 65535) {
+      port = static_cast<int>(salt.value->as_int());
+    } else if (salt.value != nullptr && salt.value->is_string() && !salt.value->as_string().empty() &&
+               salt.value->as_string().size() <= 5 &&
+               salt.value->as_string().find_first_not_of("0123456789") == std::string::npos) {
+      port = std::stoi(salt.value->as_string());
+    }
+    if (b.tcp_cache_port != port) continue;
+    const std::string where = cache_port.value != nullptr ? cache_port.file.string() + ": brine.tcp_cache_port"
+                                                           : "brine.tcp_cache_port (default)";
+    throw ConfigError(where + ": " + std::to_string(port) + " is the Salt master's " + std::string(key) +
+                      (salt.value != nullptr ? " (set in " + salt.file.string() + ")" : " (Salt's default)") +
+                      ", which a Salt master binds; brine's acknowledged job-cache socket needs a port of its own "
+                      "(the default is " + std::to_string(MasterConfig::Brine{}.tcp_cache_port) + ")");
+  }
 
   b.log_level = Typer::LogLevel(t.Brine("log_level")).value_or(c.log_level);
   b.batch_max_events = Typer::Positive(t.Brine("batch_max_events")).value_or(b.batch_max_events);
@@ -636,7 +673,8 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   b.keep_events_seconds =
       Typer::NonNegative(t.Brine("keep_events_seconds")).value_or(c.keep_jobs_seconds);
   b.active_window_s = Typer::Positive(t.Brine("active_window_s")).value_or(b.active_window_s);
-  b.send_timeout_ms = Typer::Positive(t.Brine("send_timeout_ms")).value_or(b.send_timeout_ms);
+  // At most a day: brine-master's timeouts are multiples of it in nanoseconds.
+  b.send_timeout_ms = Typer::Positive(t.Brine("send_timeout_ms"), 86400000).value_or(b.send_timeout_ms);
   std::optional<std::string> metrics_file = Typer::Path(t.Brine("metrics_file"));
   b.metrics_file = metrics_file ? fs::path(internal::PrependRootDir(root_dir, *metrics_file))
                                 : fs::path(PyJoin(c.cachedir.string(), "brine-master.prom"));

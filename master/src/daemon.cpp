@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -113,6 +114,9 @@ std::vector<Folder> FoldersOf(const config::MasterConfig& cfg) {
     folders.push_back({cfg.brine.database.parent_path(), "brine.database's folder"});
   }
   if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) folders.push_back({cfg.brine.sock_dir, "brine.sock_dir"});
+  if (cfg.ipc_mode == config::MasterConfig::IpcMode::kTcp) {
+    folders.push_back({cfg.brine.cache_key_file.parent_path(), "brine.cache_key_file's folder"});
+  }
   return folders;
 }
 
@@ -135,6 +139,33 @@ void CheckFolders(const config::MasterConfig& cfg, const Account& owner) {
     if (f.dir == cfg.brine.log_file.parent_path() && ::access(cfg.brine.log_file.c_str(), W_OK) == 0) continue;
     if (auto bad = CheckWritableDir(f.dir, f.what, owner.name)) throw StartupError(kExitUsage, *bad);
   }
+}
+
+// Descriptors kept back from the acknowledged socket's connections: the bus's
+// connections and libzmq's own, the store, the log, the metrics and overflow
+// files, the spool being filed. Without it a flood of connections took the
+// last one, and libzmq aborted the process at its next bus connection.
+constexpr rlim_t kDescriptorReserve = 64;
+
+// Raises the soft RLIMIT_NOFILE to the hard one (systemd's default soft limit
+// is 1,024; the unit sets LimitNOFILE=65536) and returns the connections the
+// acknowledged socket may hold.
+std::size_t RaiseDescriptorLimit(std::string& notice) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    notice = std::string("getrlimit(RLIMIT_NOFILE): ") + std::strerror(errno) + "; assuming 1024 descriptors";
+    limit.rlim_cur = 1024;
+  } else if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  const rlim_t soft = limit.rlim_cur == RLIM_INFINITY ? rlim_t{1} << 20 : limit.rlim_cur;
+  if (soft <= kDescriptorReserve + 16) {
+    notice = "RLIMIT_NOFILE is " + std::to_string(soft) + ": the acknowledged socket takes 16 connections at most";
+    return 16;
+  }
+  return static_cast<std::size_t>(soft - kDescriptorReserve);
 }
 
 struct Args {
@@ -177,6 +208,11 @@ std::optional<int> ParseArgs(int argc, char** argv, Args& args, std::ostream& ou
   }
   return std::nullopt;
 }
+
+// An idle job-cache connection is closed after this many send timeouts (60 s
+// by default): a Salt process keeps one per process, and makes a new one
+// with its next write.
+constexpr int kIdleTimeoutsPerSendTimeout = 30;
 
 // Frames one Drain() reads before it returns to check the stop flag and the
 // clock: senders that never pause must not keep the reader from a SIGTERM.
@@ -318,6 +354,8 @@ int Run(const Args& args, std::ostream& err) {
   }
 
   ::umask(0077);
+  std::string descriptor_notice;
+  const std::size_t max_connections = RaiseDescriptorLimit(descriptor_notice);
   Logger log(ParseLogLevel(cfg.brine.log_level));
   const Account owner = LookUpUser(cfg.user);
   // As root only the missing folders are made (and given to `user`); every
@@ -332,6 +370,17 @@ int Run(const Args& args, std::ostream& err) {
     return kExitUsage;
   }
   for (const auto& w : cfg.warnings) log.Log(LogLevel::kWarning, w);
+  if (!descriptor_notice.empty()) log.Log(LogLevel::kWarning, descriptor_notice);
+  // ipc_mode tcp: both ends of each job-cache connection prove they hold this
+  // key (cache_socket.h); made here, as the service user, at the first start.
+  std::string cache_key;
+  if (cfg.ipc_mode == config::MasterConfig::IpcMode::kTcp) {
+    try {
+      cache_key = LoadOrCreateCacheKey(cfg.brine.cache_key_file);
+    } catch (const std::exception& e) {
+      throw StartupError(kExitUsage, e.what());
+    }
+  }
 
   const config::BusEndpoints endpoints = config::EndpointsFor(cfg);
   for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);
@@ -433,11 +482,16 @@ int Run(const Args& args, std::ostream& err) {
     const mode_t old = ::umask(0177);  // socket files 0600 from the start
     pull.bind(endpoints.pull);
     pub.bind(endpoints.pub);
+    // A tcp port another process holds is retried, not fatal (cache_socket.h).
     cache.emplace(CacheSocketOptions{.endpoint = endpoints.cache,
                                      .send_timeout = std::chrono::milliseconds(cfg.brine.send_timeout_ms),
                                      .max_request_bytes = max_request_bytes,
+                                     .max_connections = max_connections,
+                                     .key = cache_key,
+                                     .idle_timeout = kIdleTimeoutsPerSendTimeout *
+                                                     std::chrono::milliseconds(cfg.brine.send_timeout_ms),
                                      .max_partial_bytes = max_partial_bytes},
-                  queue, acks, pub, clock, [&writer] { return writer.Failing(); });
+                  queue, acks, pub, clock, log, [&writer] { return writer.Failing(); });
     ::umask(old);
   } catch (const zmq::error_t& e) {
     err << "brine-master: cannot bind the event bus (" << endpoints.pull << ", " << endpoints.pub << ", "

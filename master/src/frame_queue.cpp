@@ -6,7 +6,7 @@ namespace brine::master {
 
 std::size_t AckRequest::bytes() const {
   std::size_t n = 0;
-  for (const Frame& f : frames) n += f.bytes.size();
+  for (const Frame& f : frames) n += f.bytes.size() + kFrameOverheadBytes;
   return n;
 }
 

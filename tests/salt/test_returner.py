@@ -384,7 +384,7 @@ class NoEndpointTest(unittest.TestCase):
         mod_same.save_load(jid, publish_load(jid), ["web1"])
         self.assertFalse(salt_bus.poll(500))
         # With ipc_mode tcp the job-cache socket has a port of its own, never Salt's.
-        self.assertEqual(load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp"))._cache_endpoint(), "tcp://127.0.0.1:4514")
+        self.assertEqual(load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp"))._cache_endpoint(), "tcp://127.0.0.1:4520")
         self.assertEqual(
             load_module(RETURNER_PATH, dict(opts, ipc_mode="tcp", **{"brine.tcp_cache_port": 4600}))._cache_endpoint(),
             "tcp://127.0.0.1:4600",

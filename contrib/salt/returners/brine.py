@@ -18,6 +18,15 @@ writes travel under brine's private tags ``brine/cache/save_load``,
 ``save_minions``, ``return``, ``endtime`` and ``prep_jid`` (the last only for
 ``nocache``); ``event_return`` forwards Salt's events under their own tags.
 
+With ``ipc_mode: tcp`` each connection first proves, both ways, that the two
+ends hold brine's key (``<brine.sock_dir>/brine_cache.key``, or
+``brine.cache_key_file``; brine-master makes it, 0600, at its first start):
+a mutual challenge and response with HMAC-SHA256 over both sides' nonces.
+No frame goes to a process that cannot prove it holds the key (another local
+user who took the port while brine-master was down): the write is spooled.
+The Unix socket needs no handshake: its file is 0600 in a folder of brine's
+user.
+
 When brine-master does not answer within ``brine.send_timeout_ms`` (default
 2000), or answers that it cannot take the request (its store is failing), the
 frames are appended to ``<cachedir>/brine-spool/<pid>.frames`` (fsynced, see
@@ -46,10 +55,13 @@ a fork starts afresh.
 
 import datetime
 import errno
+import hashlib
+import hmac
 import json
 import logging
 import os
 import pwd
+import secrets
 import socket
 import sqlite3
 import stat
@@ -79,7 +91,15 @@ _SPOOL_MAGIC = b"BRS1"
 _REQUEST_MAGIC = b"BRQ1"
 _REPLY_MAGIC = b"BRA1"
 _DEFAULT_SEND_TIMEOUT_MS = 2000
-_DEFAULT_TCP_CACHE_PORT = 4514
+_HELLO_MAGIC = b"BRH1"
+_WELCOME_MAGIC = b"BRW1"
+_PROOF_MAGIC = b"BRP1"
+_SERVER_LABEL = b"brine cache server v1"
+_CLIENT_LABEL = b"brine cache client v1"
+_KEY_BYTES = 32
+_NONCE_BYTES = 32
+# Never a port a Salt master binds (4505, 4506, 4510-4515): brine-master refuses those.
+_DEFAULT_TCP_CACHE_PORT = 4520
 # While brine-master stays away or stalled, a call waits at most this long for it.
 _UNREACHABLE_WAIT_MS = 200
 _STATE_MODULE = "_brine_returner_process_state"
@@ -278,9 +298,92 @@ def _frame(tag, data):
 # --- the acknowledged write ----------------------------------------------------
 
 
+class _NotBrineMaster(OSError):
+    """The process at the job-cache port did not prove it holds brine's key,
+    or the key cannot be read: nothing is sent to it."""
+
+
+def _cache_key_file():
+    """brine.cache_key_file, else <brine.sock_dir>/brine_cache.key, where
+    brine-master makes it (brine.sock_dir defaults to Salt's sock_dir)."""
+    path = _opt("cache_key_file")
+    if path:
+        return _rooted(path)
+    sock_dir = _opt("sock_dir")
+    sock_dir = _rooted(sock_dir) if sock_dir is not None else __opts__.get("sock_dir", "/var/run/salt/master")
+    return os.path.join(sock_dir, "brine_cache.key")
+
+
+def _read_cache_key():
+    """brine's key: a regular file of 32 octets that brine's user (or this
+    process's, or root) owns and no one else may read; never through a symlink."""
+    path = _cache_key_file()
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise _NotBrineMaster(
+            "cannot read brine's key {} ({}); brine-master makes it at its first start with ipc_mode: tcp".format(
+                path, exc.strerror or exc
+            )
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotBrineMaster("brine's key {} is not a regular file".format(path))
+        owners = {0, os.geteuid()}
+        account = _service_account()
+        if account is not None:
+            owners.add(account[0])
+        if st.st_uid not in owners:
+            raise _NotBrineMaster("brine's key {} belongs to uid {}, not to brine's user".format(path, st.st_uid))
+        if st.st_mode & 0o077:
+            raise _NotBrineMaster("brine's key {} is one others may read (mode {:o}); it must be 0600".format(
+                path, st.st_mode & 0o777))
+        key = os.read(fd, _KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(key) != _KEY_BYTES:
+        raise _NotBrineMaster("brine's key {} holds {} octets, not {}".format(path, len(key), _KEY_BYTES))
+    return key
+
+
+def _handshake(sock, endpoint, deadline):
+    """The caller's half of the key handshake (cache_socket.h's grammar):
+    returns once the other end proved it holds brine's key and this process
+    sent its own proof. Raises _NotBrineMaster before any frame is sent when
+    it does not."""
+    key = _read_cache_key()
+    cnonce = secrets.token_bytes(_NONCE_BYTES)
+    try:
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        sock.sendall(struct.pack(">I", len(_HELLO_MAGIC) + _NONCE_BYTES) + _HELLO_MAGIC + cnonce)
+        (length,) = struct.unpack(">I", _recv_exact(sock, 4, deadline))
+        welcome = _recv_exact(sock, length, deadline) if length == 4 + _NONCE_BYTES + 32 else b""
+    except socket.timeout:
+        raise _NotBrineMaster(
+            "the process at {} did not finish brine's key handshake in time (a brine-master older than this "
+            "plug-in, or a busy one)".format(endpoint)
+        ) from None
+    except ConnectionResetError as exc:
+        raise _NotBrineMaster("the process at {} closed the connection during the key handshake: {}".format(
+            endpoint, exc)) from None
+    snonce = welcome[4:4 + _NONCE_BYTES]
+    expected = hmac.new(key, _SERVER_LABEL + cnonce + snonce, hashlib.sha256).digest()
+    if welcome[:4] != _WELCOME_MAGIC or not hmac.compare_digest(welcome[4 + _NONCE_BYTES:], expected):
+        raise _NotBrineMaster(
+            "the process at {} did not prove that it holds brine's key ({}): it is not brine-master, and "
+            "nothing was sent to it".format(endpoint, _cache_key_file())
+        )
+    proof = hmac.new(key, _CLIENT_LABEL + cnonce + snonce, hashlib.sha256).digest()
+    sock.sendall(struct.pack(">I", len(_PROOF_MAGIC) + len(proof)) + _PROOF_MAGIC + proof)
+
+
 def _connect(endpoint, timeout_s):
     """A stream socket connected to brine-master's job-cache endpoint (a
-    plain socket, not ZeroMQ: cache_socket.h says why). Raises OSError."""
+    plain socket, not ZeroMQ: cache_socket.h says why), over tcp after the
+    key handshake. Raises OSError (_NotBrineMaster for a failed handshake)."""
+    deadline = time.monotonic() + timeout_s
     if endpoint.startswith("ipc://"):
         family, address = socket.AF_UNIX, endpoint[len("ipc://"):]
     else:
@@ -292,13 +395,29 @@ def _connect(endpoint, timeout_s):
         sock.connect(address)
         if family == socket.AF_INET:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            _handshake(sock, endpoint, deadline)
     except OSError:
         sock.close()
         raise
     return sock
 
 
+def _closed_by_peer(sock):
+    """Whether brine-master closed this kept connection (it closes idle ones,
+    after 30 send timeouts): a request sent on it would be lost and spooled."""
+    try:
+        sock.settimeout(0)
+        sock.recv(1, socket.MSG_PEEK)
+        return True  # end of file, or octets no request asked for: start afresh
+    except BlockingIOError:
+        return False  # open, and nothing unread: the normal case
+    except OSError:
+        return True
+
+
 def _socket(state, endpoint, timeout_s):
+    if state["socket"] is not None and state["endpoint"] == endpoint and _closed_by_peer(state["socket"]):
+        _drop_socket(state)
     if state["socket"] is None or state["endpoint"] != endpoint:
         _drop_socket(state)
         state["socket"] = _connect(endpoint, timeout_s)
@@ -354,6 +473,8 @@ def _request(state, endpoint, frames):
             return "brine-master is not running at {}".format(endpoint)
         except socket.timeout:
             return "brine-master at {} did not accept a connection within {} ms".format(endpoint, timeout_ms)
+        except _NotBrineMaster as exc:
+            return str(exc)
         fresh = state.pop("fresh", False)
         try:
             sock.settimeout(max(0.001, deadline - time.monotonic()))

@@ -79,8 +79,15 @@
 //   brine.sock_dir            the effective sock_dir
 //   brine.tcp_pull_port       tcp_master_pull_port (4513), 1-65535
 //   brine.tcp_pub_port        tcp_master_pub_port (4512), 1-65535, not the pull port
-//   brine.tcp_cache_port      4514, 1-65535, neither bus port: the plug-in's
-//                             acknowledged job-cache socket in ipc_mode tcp
+//   brine.tcp_cache_port      4520, 1-65535, neither bus port nor any port a Salt master
+//                             binds (publish_port, ret_port, tcp_pub_port, tcp_pull_port,
+//                             tcp_master_pub_port, tcp_master_pull_port,
+//                             tcp_master_publish_pull, tcp_master_workers: as set, else
+//                             4505, 4506, 4510-4515): the plug-in's acknowledged job-cache
+//                             socket in ipc_mode tcp
+//   brine.cache_key_file      <brine.sock_dir>/brine_cache.key: the key both ends of a
+//                             job-cache connection prove they hold in ipc_mode tcp
+//                             (32 random octets, 0600; brine-master makes it)
 //   brine.log_file            /var/log/salt/brine-master
 //   brine.log_level           log_level (same names)
 //   brine.batch_max_events    10000          brine.flush_interval_ms   100
@@ -88,7 +95,7 @@
 //   brine.max_frame_bytes     67108864 (64 MiB)
 //   brine.max_queue_mb        32 (at most 2^43 - 1, so bytes fit 64 bits)
 //   brine.keep_events_seconds the effective keep_jobs_seconds (0 = keep forever)
-//   brine.active_window_s     300            brine.send_timeout_ms     2000
+//   brine.active_window_s     300            brine.send_timeout_ms     2000 (at most 86400000)
 //   brine.queue_timeout_s     known but not read here: the Salt queue backend's
 //                             limit on one brine-run call (default 60)
 //   brine.metrics_file        <cachedir>/brine-master.prom: brine-master's metrics in
@@ -170,7 +177,8 @@ struct MasterConfig {
     std::filesystem::path log_file = "/var/log/salt/brine-master";
     int tcp_pull_port = 4513;
     int tcp_pub_port = 4512;
-    int tcp_cache_port = 4514;
+    int tcp_cache_port = 4520;
+    std::filesystem::path cache_key_file = "/var/run/salt/master/brine_cache.key";
     std::string log_level = "warning";
     std::int64_t batch_max_events = 10000;
     std::int64_t flush_interval_ms = 100;

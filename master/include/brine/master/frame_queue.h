@@ -68,6 +68,10 @@ struct AckRequest {
   // Past this instant the caller has given up and spooled the frames, so they
   // must not be filed from here too.
   Micros expires{};
+  // What each frame costs the acknowledged lane's budget beyond its octets:
+  // a request of empty frames is not free (its Frames are some 200 bytes each).
+  static constexpr std::size_t kFrameOverheadBytes = 256;
+  // The frames' octets plus kFrameOverheadBytes each.
   [[nodiscard]] std::size_t bytes() const;
 };
 
