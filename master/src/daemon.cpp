@@ -400,7 +400,7 @@ int Run(const Args& args, std::ostream& err) {
   try {
     writer.Open();
   } catch (const std::exception& e) {
-    err << "brine-master: the store " << cfg.brine.database.string() << " is unavailable: " << e.what() << "\n";
+    err << "brine-master: the store " << store::RedactDatabase(cfg.brine.database) << " is unavailable: " << e.what() << "\n";
     log.Log(LogLevel::kCritical, std::string("the store is unavailable: ") + e.what());
     return kExitRuntime;
   }
@@ -467,7 +467,7 @@ int Run(const Args& args, std::ostream& err) {
   (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
   log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: pull " + endpoints.pull + ", pub " +
                                endpoints.pub + ", acknowledged job-cache writes " + endpoints.cache + ", store " +
-                               cfg.brine.database.string());
+                               store::RedactDatabase(cfg.brine.database));
   log.Log(LogLevel::kInfo, cfg.PluginIsJobCache()
                                ? "master_job_cache is brine: the job cache is filled by the Salt plug-in only; "
                                  "bus returns are archived as events"
