@@ -381,6 +381,7 @@ int Run(const Args& args, std::ostream& err) {
   WriterOptions wopts;
   wopts.database = cfg.brine.database;
   wopts.open.master_id = cfg.id;
+  wopts.open.max_clock_skew = std::chrono::seconds(cfg.brine.max_clock_skew_s);
   wopts.open.sync = cfg.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
                                                                                 : store::OpenOptions::Sync::kNormal;
   wopts.batch_max_events = static_cast<std::size_t>(cfg.brine.batch_max_events);

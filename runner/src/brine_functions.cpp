@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kCounterNames[] = {"received", "stored",  "filtered", "quarantined", "cache_writes",
                                          "duplicates", "trimmed", "returns",  "batches",     "acked",
-                                         "acked_refused"};
+                                         "acked_refused", "future_arrivals"};
 
 // Salt's time format ("2024, Jan 01 12:00:00.123456"), as jobs show StartTime.
 std::string SaltTime(std::int64_t us) {

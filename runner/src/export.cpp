@@ -98,7 +98,12 @@ class Importer {
     Commit();
     auto& slot = stores_[key];
     if (!slot) {
-      store::OpenOptions o{.master_id = key, .clock = &clock_};
+      // Arrival times are checked against the real clock, not the file's
+      // (a line stamped in 2100 would push every later live event there).
+      store::OpenOptions o{.master_id = key,
+                           .clock = &clock_,
+                           .max_clock_skew = std::chrono::seconds(ctx_.config().brine.max_clock_skew_s),
+                           .skew_clock = &ctx_.clock()};
       slot = OpenWritableStore(ctx_.config(), o);
     }
     current_ = slot.get();
