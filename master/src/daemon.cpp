@@ -349,7 +349,8 @@ int Run(const Args& args, std::ostream& err) {
       overflow = std::make_unique<DiskOverflow>(cfg.brine.overflow_dir, static_cast<std::size_t>(cfg.brine.overflow_mb)
                                                                             << 20);
       if (!overflow->notice().empty()) {
-        log.Log(overflow->adopted_frames() > 0 ? LogLevel::kInfo : LogLevel::kWarning,
+        log.Log(overflow->adopted_frames() > 0 && overflow->adopted_damaged() == 0 ? LogLevel::kInfo
+                                                                                   : LogLevel::kWarning,
                 overflow->notice() + (overflow->adopted_frames() > 0 ? "; they are filed first" : ""));
       }
     } catch (const std::system_error& e) {
