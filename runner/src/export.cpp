@@ -123,6 +123,13 @@ class Importer {
   }
   // What the store's time is during the next write (arrival and first-seen times).
   void At(Micros t) { clock_.Set(t); }
+  // Arrival times taken as now, being further ahead of the real clock than
+  // brine.max_clock_skew_s (store::OpenOptions::max_clock_skew).
+  std::int64_t FutureArrivals() const {
+    std::int64_t n = 0;
+    for (const auto& [key, store] : stores_) n += store->FutureArrivals();
+    return n;
+  }
 
  private:
   Context& ctx_;
@@ -312,6 +319,7 @@ Value ImportExport(Context& ctx, const fs::path& file) {
   out.Set("returns_present", returns_present);
   out.Set("events", events);
   out.Set("events_present", events_present);
+  out.Set("future_arrivals", static_cast<long long>(imp.FutureArrivals()));
   out.Set("seconds", SecondsSince(started));
   return out;
 }
