@@ -130,11 +130,12 @@ void DiskOverflow::Adopt() {
     return;
   }
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  std::string head(kFileHeader + kRecordMagic.size(), '\0');
-  const bool has_head = size >= head.size() && ReadAt(fd, 0, head.data(), head.size());
+  // The file header, and the first record's magic when there is one.
+  std::string head(static_cast<std::size_t>(std::min<std::uint64_t>(size, kFileHeader + kRecordMagic.size())), '\0');
+  if (!ReadAt(fd, 0, head.data(), head.size())) head.clear();
   std::string how;
   bool copied = false;
-  if (has_head && std::string_view(head).substr(0, kFileMagic.size()) == kFileMagic) {
+  if (head.size() >= kFileHeader && std::string_view(head).substr(0, kFileMagic.size()) == kFileMagic) {
     const auto version = Get<std::uint32_t>(head, kFileMagic.size());
     if (version != kFileVersion) {
       notice_ = path.string() + " is left alone: saved in format version " + std::to_string(version) +
@@ -142,7 +143,7 @@ void DiskOverflow::Adopt() {
       return;
     }
     copied = AdoptRecords(fd, kFileHeader, size);
-  } else if (has_head && std::string_view(head).substr(kFileHeader) == kRecordMagic) {
+  } else if (head.size() == kFileHeader + kRecordMagic.size() && std::string_view(head).substr(kFileHeader) == kRecordMagic) {
     // A damaged file header before whole records: the records still tell.
     how = "; its file header was damaged";
     copied = AdoptRecords(fd, kFileHeader, size);
