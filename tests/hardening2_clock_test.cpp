@@ -151,7 +151,7 @@ TEST_CASE("hardening2: an event stamped far ahead of the clock is stored at the 
   TempDir dir;
   const Micros now = Now();
   brine::FakeClock clock(now);
-  auto s = brine::store::OpenStore(dir / "brine.sqlite", {.clock = &clock});
+  auto s = brine::store::OpenStore(dir / "brine.sqlite", {.clock = &clock, .skew_clock = &clock});
   const Micros far = Micros(std::chrono::microseconds(kYear2100Us));
   const brine::store::Event events[] = {
       {.tag = "salt/far", .data = Value::Map({{"x", 1}}), .received = far},
@@ -211,7 +211,7 @@ TEST_CASE("hardening2: the event id after an imported INT64_MAX does not overflo
   brine::FakeClock clock(now);
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   {
-    auto s = brine::store::OpenStore(dir / "brine.sqlite", {.clock = &clock});
+    auto s = brine::store::OpenStore(dir / "brine.sqlite", {.clock = &clock, .skew_clock = &clock});
     const brine::store::Event far[] = {
         {.tag = "salt/max", .data = Value::Map({{"x", 1}}), .received = Micros(std::chrono::microseconds(kMax))}};
     s->EventReturn(far);  // taken as now: no id near INT64_MAX
@@ -227,7 +227,7 @@ TEST_CASE("hardening2: the event id after an imported INT64_MAX does not overflo
     SQLite::Database db((dir / "brine.sqlite").string(), SQLite::OPEN_READWRITE);
     db.exec("UPDATE event SET id = " + std::to_string(kMax) + " WHERE tag = 'salt/live'");
   }
-  auto s = brine::store::OpenStore(dir / "brine.sqlite", {.clock = &clock});
+  auto s = brine::store::OpenStore(dir / "brine.sqlite", {.clock = &clock, .skew_clock = &clock});
   const brine::store::Event next[] = {{.tag = "salt/next", .data = Value::Map({{"x", 3}}), .received = now}};
   try {
     s->EventReturn(next);

@@ -94,7 +94,7 @@ class JobCache final : public Store {
  public:
   JobCache(std::unique_ptr<Backend> backend, const OpenOptions& options)
       : clock_(options.clock != nullptr ? options.clock : &system_clock_),
-        skew_clock_(options.skew_clock != nullptr ? options.skew_clock : clock_),
+        skew_clock_(options.skew_clock != nullptr ? options.skew_clock : &system_clock_),
         max_clock_skew_(options.max_clock_skew),
         jids_(*clock_, JidUniqueness::kPlain, static_cast<long>(getpid())),
         backend_(std::move(backend)),
@@ -586,7 +586,7 @@ class JobCache final : public Store {
 
   SystemClock system_clock_;
   const Clock* clock_;  // the options' clock or system_clock_
-  const Clock* skew_clock_;  // the options' skew_clock or clock_
+  const Clock* skew_clock_;  // the options' skew_clock or system_clock_
   const std::chrono::seconds max_clock_skew_;
   std::int64_t future_arrivals_ = 0;
   JidGenerator jids_;

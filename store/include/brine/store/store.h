@@ -64,8 +64,10 @@ struct OpenOptions {
   // (brine.max_clock_skew_s). Times in the past stay as they are (on SQLite
   // the id is then the last id + 1).
   std::chrono::seconds max_clock_skew{300};
-  // The clock that rule reads; nullptr: `clock`. An importer, whose `clock`
-  // replays the file's times, gives the real clock here. Must outlive the Store.
+  // The clock that rule reads; nullptr: the system clock, whatever `clock`
+  // is (an importer's `clock` replays the file's times, a test's stands at a
+  // fixed past instant that the events it files are often ahead of). When
+  // given it must outlive the Store.
   const Clock* skew_clock = nullptr;
 };
 
