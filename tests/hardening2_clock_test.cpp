@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "brine/config/config_error.h"
+#include "brine/config/master_config.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
@@ -145,6 +147,17 @@ std::string Quarantined(const std::vector<Frame>& got) {
 }  // namespace
 
 // --- 12. a far-future arrival time -----------------------------------------------------
+
+TEST_CASE("hardening2: brine.max_clock_skew_s is 300 by default and takes a positive number of seconds", "[hardening][config]") {
+  TempDir dir;
+  using brine::config::LoadMasterConfigFromText;
+  CHECK(LoadMasterConfigFromText("", dir.path()).brine.max_clock_skew_s == 300);
+  CHECK(LoadMasterConfigFromText("brine.max_clock_skew_s: 60\n", dir.path()).brine.max_clock_skew_s == 60);
+  CHECK(LoadMasterConfigFromText("brine:\n  max_clock_skew_s: 3600\n", dir.path()).brine.max_clock_skew_s == 3600);
+  CHECK_THROWS_AS(LoadMasterConfigFromText("brine.max_clock_skew_s: 0\n", dir.path()), brine::config::ConfigError);
+  CHECK_THROWS_AS(LoadMasterConfigFromText("brine.max_clock_skew_s: 9223372036854775807\n", dir.path()),
+                  brine::config::ConfigError);
+}
 
 TEST_CASE("hardening2: an event stamped far ahead of the clock is stored at the clock's time and counted",
           "[hardening][store]") {
