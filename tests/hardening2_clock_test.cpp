@@ -196,7 +196,9 @@ TEST_CASE("hardening2: an imported line with received_us in 2100 does not shift 
   INFO(imported.err);
   REQUIRE(imported.code == 0);
   const Value result = brine::ParseJson(imported.out);
+  INFO(imported.out);
   CHECK(result.Find("events")->as_int() == 1);
+  REQUIRE(result.Find("future_arrivals") != nullptr);
   CHECK(result.Find("future_arrivals")->as_int() == 1);
 
   m.Start();
