@@ -204,7 +204,7 @@ TEST_CASE("hardening2: an imported line with received_us in 2100 does not shift 
   m.Start();
   const Micros before = Now();
   PushFrames(m.pull_endpoint(), {NewFrame("salt/live/after", Value::Map({{"ok", true}}))});
-  REQUIRE(WaitUntil([&] { return Counter(m.database(), "stored") == 1; }));
+  REQUIRE(WaitUntil([&] { return Counter(m.database(), "stored") == 1; }, 120s));
   REQUIRE(m.Stop() == 0);
   const std::int64_t limit_us = NowUs() + 300LL * 1000000;
   const std::string ids = Sql(m.database(), "SELECT tag, id FROM event ORDER BY id");
@@ -341,7 +341,7 @@ TEST_CASE("hardening2: brine-master files a saved overflow file with a flipped l
   WriteBytes(m.database().parent_path() / DiskOverflow::kSavedName, file);
   m.Start();
   const fs::path db = m.database();
-  const bool filed = WaitUntil([&] { return Counter(db, "stored") + Counter(db, "quarantined") == 199; });
+  const bool filed = WaitUntil([&] { return Counter(db, "stored") + Counter(db, "quarantined") == 199; }, 120s);
   const std::string log = ReadFile(m.log_file());
   INFO(log);
   REQUIRE(filed);
@@ -369,9 +369,9 @@ TEST_CASE("hardening2: brine-master reads a previous version's saved overflow fi
   WriteBytes(m.database().parent_path() / DiskOverflow::kSavedName, file);
   m.Start();
   const fs::path db = m.database();
-  REQUIRE(WaitUntil([&] { return Counter(db, "stored") == 5; }));
+  REQUIRE(WaitUntil([&] { return Counter(db, "stored") == 5; }, 120s));
   PushFrames(m.pull_endpoint(), {NewFrame("salt/live/after", Value::Map({{"ok", true}}))});
-  REQUIRE(WaitUntil([&] { return Counter(db, "stored") == 6 && Counter(db, "future_arrivals") == 1; }));
+  REQUIRE(WaitUntil([&] { return Counter(db, "stored") == 6 && Counter(db, "future_arrivals") == 1; }, 120s));
   CHECK(Counter(db, "future_arrivals_total") == 1);
   REQUIRE(m.Stop() == 0);
   const std::int64_t limit_us = NowUs() + 300LL * 1000000;
