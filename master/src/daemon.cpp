@@ -316,6 +316,15 @@ int Run(const Args& args, std::ostream& err) {
     err << "brine-master: " << e.what() << "\n";
     return kExitUsage;
   }
+  // The store's rule that a URI holds no secret (store.h), checked before
+  // anything starts: a config mistake exits 2, which the unit does not
+  // restart (RestartPreventExitStatus), rather than 1 at the store's open.
+  try {
+    store::CheckServerDatabase(cfg.brine.database);
+  } catch (const store::StoreError& e) {
+    err << "brine-master: brine.database: " << e.what() << "\n";
+    return kExitUsage;
+  }
 
   ::umask(0077);
   Logger log(ParseLogLevel(cfg.brine.log_level));
