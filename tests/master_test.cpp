@@ -2012,8 +2012,9 @@ TEST_CASE("master: a stop that runs out of time saves the overflow file's frames
     REQUIRE(q.ClosedAndEmpty());
   }
   REQUIRE(std::filesystem::exists(dir / DiskOverflow::kSavedName));
-  const int first_saved = pushed - static_cast<int>(std::filesystem::file_size(dir / DiskOverflow::kSavedName) /
-                                                    (kSize + 20));
+  // The file: a 12-byte header, then records of a 32-byte header and the frame (overflow.h).
+  const int first_saved = pushed - static_cast<int>((std::filesystem::file_size(dir / DiskOverflow::kSavedName) - 12) /
+                                                    (kSize + 32));
   FrameQueue next(20000, std::make_unique<DiskOverflow>(dir.path(), std::size_t{1} << 20));
   REQUIRE_FALSE(std::filesystem::exists(dir / DiskOverflow::kSavedName));  // taken
   // Newer frames go behind the saved ones.

@@ -29,6 +29,7 @@ namespace fs = std::filesystem;
 constexpr int kMaxIncludeDepth = 32;
 constexpr std::string_view kDefaultInclude = "master.d/*.conf";
 constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kMaxClockSkewS = 100LL * 366 * 86400;
 
 // The ports a Salt master binds, with Salt's defaults (salt/config/__init__.py):
 // brine.tcp_cache_port may be none of them.
@@ -41,7 +42,7 @@ constexpr std::array<std::pair<std::string_view, int>, 8> kSaltPorts = {{{"publi
                                                                          {"tcp_master_publish_pull", 4514},
                                                                          {"tcp_master_workers", 4515}}};
 
-constexpr std::array<std::string_view, 25> kBrineKeys = {
+constexpr std::array<std::string_view, 26> kBrineKeys = {
     "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
@@ -49,7 +50,7 @@ constexpr std::array<std::string_view, 25> kBrineKeys = {
     "active_window_s",  "send_timeout_ms",   "tcp_cache_port",
     "metrics_file",     "lag_warning_s",     "keep_jobs_by_fun",
     "keep_events_by_tag", "max_store_mb",   "overflow_mb",       "overflow_dir",
-    "cache_key_file",
+    "cache_key_file",   "max_clock_skew_s",
     // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
     "queue_timeout_s"};
 
@@ -304,18 +305,6 @@ struct Found {
 
 // postgresql:// or postgres://: a PostgreSQL database (store/'s rule too).
 bool IsDatabaseUri(std::string_view v) { return v.starts_with("postgresql://") || v.starts_with("postgres://"); }
-
-// True when the URI carries a password: user:password@ or a password= parameter.
-bool UriHasPassword(std::string_view uri) {
-  const std::string_view rest = uri.substr(uri.find("://") + 3);
-  const std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
-  const auto at = authority.rfind('@');
-  if (at != std::string_view::npos && authority.substr(0, at).find(':') != std::string_view::npos) return true;
-  const auto query = rest.find('?');
-  if (query == std::string_view::npos) return false;
-  const std::string params = "&" + std::string(rest.substr(query + 1));
-  return params.find("&password=") != std::string::npos;
-}
 
 class Typer {
  public:
@@ -592,16 +581,13 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
 
   MasterConfig::Brine& b = c.brine;
   // A path with root_dir applied, or a PostgreSQL URI (libpq's syntax) as it
-  // is. A URI's password must come from libpq's own sources: a config file is
-  // world-readable more often than not, and the URI shows in logs and errors.
+  // is. The rule that a URI holds no password is the store's, which parses it
+  // as libpq does (store.h, CheckServerDatabase) and applies it at every
+  // connection: config/ does not read URIs.
   auto database_of = [&](const Found& key) -> std::optional<std::string> {
     std::optional<std::string> database = Typer::Path(key);
     if (!database || !IsDatabaseUri(*database)) {
       return database ? std::optional(internal::PrependRootDir(root_dir, *database)) : std::nullopt;
-    }
-    if (UriHasPassword(*database)) {
-      throw ConfigError(key.file.string() + ": " + key.key +
-                        ": a password in the URI is refused; put it in ~/.pgpass, PGPASSFILE or passfile=");
     }
     return database;
   };
@@ -679,6 +665,8 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   b.metrics_file = metrics_file ? fs::path(internal::PrependRootDir(root_dir, *metrics_file))
                                 : fs::path(PyJoin(c.cachedir.string(), "brine-master.prom"));
   b.lag_warning_s = Typer::Positive(t.Brine("lag_warning_s")).value_or(b.lag_warning_s);
+  // At most about 100 years: now + the skew must fit in int64 microseconds.
+  b.max_clock_skew_s = Typer::Positive(t.Brine("max_clock_skew_s"), kMaxClockSkewS).value_or(b.max_clock_skew_s);
   b.keep_jobs_by_fun = Typer::GlobSeconds(t.Brine("keep_jobs_by_fun")).value_or(MasterConfig::GlobSeconds{});
   b.keep_events_by_tag = Typer::GlobSeconds(t.Brine("keep_events_by_tag")).value_or(MasterConfig::GlobSeconds{});
   b.max_store_mb = Typer::NonNegative(t.Brine("max_store_mb"), kInt64Max >> 20).value_or(0);

@@ -96,6 +96,7 @@ Counters& Counters::operator+=(const Counters& o) {
   trimmed += o.trimmed;
   returns += o.returns;
   cache_writes += o.cache_writes;
+  future_arrivals += o.future_arrivals;
   return *this;
 }
 
@@ -130,7 +131,9 @@ std::string_view QuarantinedBytes(const Frame& frame, std::size_t max_frame_byte
 void Archiver::QuarantineFrame(store::Store& store, const Frame& frame, const std::string& why,
                                Counters& counts) {
   std::string reason = why;
+  const std::int64_t future_before = store.FutureArrivals();
   store.Quarantine(QuarantinedBytes(frame, options_.max_frame_bytes, reason), reason, frame.received);
+  counts.future_arrivals += store.FutureArrivals() - future_before;
   ++counts.received;
   ++counts.quarantined;
   // Once per burst: a frame is logged when none was for kQuarantineLogInterval;
@@ -403,7 +406,9 @@ void Archiver::ArchiveEvent(store::Store& store, PreparedFrame& prepared, Micros
     archived.same_as_return = outcome->id;
     archived.own_stamp = outcome->kind == store::ReturnOutcome::Kind::kRepeat && outcome->stamp_differs;
   }
+  const std::int64_t future_before = store.FutureArrivals();
   store.EventReturn(std::span<const store::Event>(&archived, 1));
+  counts.future_arrivals += store.FutureArrivals() - future_before;
   ++counts.stored;
 }
 

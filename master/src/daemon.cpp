@@ -352,6 +352,15 @@ int Run(const Args& args, std::ostream& err) {
     err << "brine-master: " << e.what() << "\n";
     return kExitUsage;
   }
+  // The store's rule that a URI holds no secret (store.h), checked before
+  // anything starts: a config mistake exits 2, which the unit does not
+  // restart (RestartPreventExitStatus), rather than 1 at the store's open.
+  try {
+    store::CheckServerDatabase(cfg.brine.database);
+  } catch (const store::StoreError& e) {
+    err << "brine-master: brine.database: " << e.what() << "\n";
+    return kExitUsage;
+  }
 
   ::umask(0077);
   std::string descriptor_notice;
@@ -398,7 +407,8 @@ int Run(const Args& args, std::ostream& err) {
       overflow = std::make_unique<DiskOverflow>(cfg.brine.overflow_dir, static_cast<std::size_t>(cfg.brine.overflow_mb)
                                                                             << 20);
       if (!overflow->notice().empty()) {
-        log.Log(overflow->adopted_frames() > 0 ? LogLevel::kInfo : LogLevel::kWarning,
+        log.Log(overflow->adopted_frames() > 0 && overflow->adopted_damaged() == 0 ? LogLevel::kInfo
+                                                                                   : LogLevel::kWarning,
                 overflow->notice() + (overflow->adopted_frames() > 0 ? "; they are filed first" : ""));
       }
     } catch (const std::system_error& e) {
@@ -430,6 +440,7 @@ int Run(const Args& args, std::ostream& err) {
   WriterOptions wopts;
   wopts.database = cfg.brine.database;
   wopts.open.master_id = cfg.id;
+  wopts.open.max_clock_skew = std::chrono::seconds(cfg.brine.max_clock_skew_s);
   wopts.open.sync = cfg.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
                                                                                 : store::OpenOptions::Sync::kNormal;
   wopts.batch_max_events = static_cast<std::size_t>(cfg.brine.batch_max_events);
@@ -451,7 +462,7 @@ int Run(const Args& args, std::ostream& err) {
   try {
     writer.Open();
   } catch (const std::exception& e) {
-    err << "brine-master: the store " << cfg.brine.database.string() << " is unavailable: " << e.what() << "\n";
+    err << "brine-master: the store " << store::RedactDatabase(cfg.brine.database) << " is unavailable: " << e.what() << "\n";
     log.Log(LogLevel::kCritical, std::string("the store is unavailable: ") + e.what());
     return kExitRuntime;
   }
@@ -523,7 +534,7 @@ int Run(const Args& args, std::ostream& err) {
   (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
   log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: pull " + endpoints.pull + ", pub " +
                                endpoints.pub + ", acknowledged job-cache writes " + endpoints.cache + ", store " +
-                               cfg.brine.database.string());
+                               store::RedactDatabase(cfg.brine.database));
   log.Log(LogLevel::kInfo, cfg.PluginIsJobCache()
                                ? "master_job_cache is brine: the job cache is filled by the Salt plug-in only; "
                                  "bus returns are archived as events"

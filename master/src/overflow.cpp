@@ -7,34 +7,104 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 #include <system_error>
+#include <type_traits>
 
 #include "brine/master/frame_queue.h"
+#include "brine/master/spool.h"
 
 namespace brine::master {
 namespace {
 
-// A record: received (int64 us) | parts (u32) | damage length (u32) |
-// bytes length (u32) | damage | bytes, integers in host order: the file
-// never outlives the process that wrote it.
-constexpr std::size_t kHeader = 8 + 4 + 4 + 4;
+// The record grammar is in overflow.h. A record's fixed part:
+constexpr std::size_t kHeader = 4 + 4 + 8 + 4 + 4 + 4 + 4;
+// The fixed part's bytes that head_crc covers: received .. data_crc.
+constexpr std::size_t kHeadCrcFrom = 8;
+constexpr std::string_view kRecordMagic = "BOR2";
+constexpr std::string_view kFileMagic = "BRINEOVF";
+constexpr std::uint32_t kFileVersion = 2;
+constexpr std::size_t kFileHeader = 8 + 4;
+// The previous version's record: received | parts | damage length | bytes
+// length, host order (little-endian on every machine brine runs on).
+constexpr std::size_t kV1Header = 8 + 4 + 4 + 4;
 // Appends are gathered up to this much before one write; reads take this much
 // at a time (or one whole record, when it is bigger).
 constexpr std::size_t kChunk = std::size_t{1} << 20;
+// Of a damaged run of a saved file, the quarantine keeps at most this much.
+constexpr std::size_t kDamageKeep = std::size_t{64} << 10;
 
 template <typename T>
 void Put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+  for (std::size_t i = 0; i < sizeof v; ++i) {
+    out.push_back(static_cast<char>(static_cast<std::make_unsigned_t<T>>(v) >> (8 * i)));
+  }
 }
 
 template <typename T>
-T Get(const std::string& in, std::size_t at) {
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof v);
-  return v;
+T Get(std::string_view in, std::size_t at) {
+  std::make_unsigned_t<T> v = 0;
+  for (std::size_t i = 0; i < sizeof v; ++i) {
+    v |= static_cast<std::make_unsigned_t<T>>(static_cast<unsigned char>(in[at + i])) << (8 * i);
+  }
+  return static_cast<T>(v);
+}
+
+// Reads exactly `size` bytes at `at`; false at the end of the file or on an error.
+bool ReadAt(int fd, std::uint64_t at, char* out, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::pread(fd, out, size, static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    out += n;
+    size -= static_cast<std::size_t>(n);
+    at += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+// Where the next record magic starts at or after `from`, or `size` when none does.
+std::uint64_t FindMagic(int fd, std::uint64_t from, std::uint64_t size) {
+  std::string chunk;
+  while (from < size) {
+    chunk.resize(static_cast<std::size_t>(std::min<std::uint64_t>(kChunk, size - from)));
+    if (!ReadAt(fd, from, chunk.data(), chunk.size())) return size;
+    const std::size_t found = chunk.find(kRecordMagic);
+    if (found != std::string::npos) return from + found;
+    if (from + chunk.size() >= size) break;
+    // A magic may straddle two chunks.
+    from += chunk.size() - (kRecordMagic.size() - 1);
+  }
+  return size;
+}
+
+Micros WallNow() {
+  return std::chrono::time_point_cast<std::chrono::microseconds>(std::chrono::system_clock::now());
 }
 
 }  // namespace
+
+void AppendOverflowRecord(std::string& out, const Frame& frame) {
+  std::string head;
+  Put<std::int64_t>(head, frame.received.time_since_epoch().count());
+  Put<std::uint32_t>(head, static_cast<std::uint32_t>(frame.parts));
+  Put<std::uint32_t>(head, static_cast<std::uint32_t>(frame.damage.size()));
+  Put<std::uint32_t>(head, static_cast<std::uint32_t>(frame.bytes.size()));
+  // Over damage and bytes as they lie in the file; damage is rare (the
+  // spool's), so the copy for it costs nothing in the common case.
+  Put<std::uint32_t>(head, frame.damage.empty() ? Crc32(frame.bytes) : Crc32(frame.damage + frame.bytes));
+  out += kRecordMagic;
+  Put<std::uint32_t>(out, Crc32(head));
+  out += head;
+  out += frame.damage;
+  out += frame.bytes;
+}
+
+std::string OverflowFileHeader() {
+  std::string out(kFileMagic);
+  Put<std::uint32_t>(out, kFileVersion);
+  return out;
+}
 
 DiskOverflow::DiskOverflow(std::filesystem::path dir, std::size_t max_bytes)
     : dir_(std::move(dir)), max_bytes_(max_bytes), segment_bytes_(std::max(max_bytes / 8, kChunk)) {
@@ -45,35 +115,143 @@ DiskOverflow::DiskOverflow(std::filesystem::path dir, std::size_t max_bytes)
 void DiskOverflow::Adopt() {
   const std::filesystem::path path = dir_ / kSavedName;
   // O_NONBLOCK: a FIFO planted under the name must not hang the open.
-  const int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT) notice_ = path.string() + " is left alone: " + std::strerror(errno);
     return;
   }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
-    ::close(fd);
     notice_ = path.string() + " is left alone: not a regular file of this user";
     return;
   }
-  // Count whole records; bytes after the last one (a save cut short cannot be
-  // renamed into place, so only damage makes them) are overwritten by appends.
   const auto size = static_cast<std::uint64_t>(st.st_size);
-  std::uint64_t at = 0;
-  std::string header(kHeader, '\0');
-  while (at + kHeader <= size) {
-    if (::pread(fd, header.data(), kHeader, static_cast<off_t>(at)) != static_cast<ssize_t>(kHeader)) break;
-    const std::uint64_t record = kHeader + Get<std::uint32_t>(header, 12) + std::uint64_t{Get<std::uint32_t>(header, 16)};
-    if (at + record > size) break;
-    at += record;
-    ++frames_;
+  // The file header, and the first record's magic when there is one.
+  std::string head(static_cast<std::size_t>(std::min<std::uint64_t>(size, kFileHeader + kRecordMagic.size())), '\0');
+  if (!ReadAt(fd, 0, head.data(), head.size())) head.clear();
+  std::string how;
+  bool copied = false;
+  if (head.size() >= kFileHeader && std::string_view(head).substr(0, kFileMagic.size()) == kFileMagic) {
+    const auto version = Get<std::uint32_t>(head, kFileMagic.size());
+    if (version != kFileVersion) {
+      notice_ = path.string() + " is left alone: saved in format version " + std::to_string(version) +
+                " (this brine-master reads version " + std::to_string(kFileVersion) + " and the format before it)";
+      return;
+    }
+    copied = AdoptRecords(fd, kFileHeader, size);
+  } else if (head.size() == kFileHeader + kRecordMagic.size() && std::string_view(head).substr(kFileHeader) == kRecordMagic) {
+    // A damaged file header before whole records: the records still tell.
+    how = "; its file header was damaged";
+    copied = AdoptRecords(fd, kFileHeader, size);
+  } else {
+    how = " (saved by the previous version, without checksums)";
+    copied = AdoptVersion1(fd, size);
   }
-  bytes_ = static_cast<std::size_t>(at);
-  adopted_frames_ = frames_;
+  if (!copied) {
+    // Nothing is taken: the file stays for the next start.
+    const std::string why = error_;
+    Drop();
+    adopted_damaged_ = 0;
+    notice_ = path.string() + " is left in place: copying its frames failed (" + why + ")";
+    return;
+  }
+  adopted_frames_ = frames_ - adopted_damaged_;
   ::unlink(path.c_str());
-  segments_.push_back({fd, at});
-  notice_ = std::to_string(frames_) + " frames saved by the last stop taken from " + path.string();
-  if (at < size) notice_ += " (" + std::to_string(size - at) + " bytes after the last whole frame ignored)";
+  notice_ = std::to_string(adopted_frames_) + " frames saved by the last stop taken from " + path.string() + how;
+  if (adopted_damaged_ > 0) {
+    notice_ += "; " + std::to_string(adopted_damaged_) + " damaged part" + (adopted_damaged_ == 1 ? "" : "s") +
+               " quarantined (" + (adopted_damaged_ == 1 ? "" : "the first: ") + adopt_damage_ + ")";
+  }
+}
+
+bool DiskOverflow::AdoptDamage(int fd, std::uint64_t at, std::uint64_t size, const std::string& what) {
+  Frame f;
+  f.received = WallNow();
+  f.bytes.resize(static_cast<std::size_t>(std::min<std::uint64_t>(size, kDamageKeep)));
+  if (!ReadAt(fd, at, f.bytes.data(), f.bytes.size())) f.bytes.clear();
+  f.damage = std::string(kSavedName) + ": " + what + " at byte " + std::to_string(at) + " (" + std::to_string(size) +
+             " bytes" + (size > f.bytes.size() ? ", the first " + std::to_string(f.bytes.size()) + " kept" : "") + ")";
+  if (adopted_damaged_++ == 0) adopt_damage_ = f.damage;
+  return Append(f, true);
+}
+
+bool DiskOverflow::AdoptRecords(int fd, std::uint64_t at, std::uint64_t size) {
+  std::string head(kHeader, '\0');
+  std::string payload;
+  std::uint64_t damage_start = size;  // size: none open
+  auto end_damage = [&](std::uint64_t end) {
+    if (damage_start == size) return true;
+    const std::uint64_t start = damage_start;
+    damage_start = size;
+    return AdoptDamage(fd, start, end - start, "bytes that are not whole records (a damaged length or header)");
+  };
+  while (at < size) {
+    if (size - at >= kHeader && ReadAt(fd, at, head.data(), kHeader) &&
+        std::string_view(head).substr(0, kRecordMagic.size()) == kRecordMagic &&
+        Get<std::uint32_t>(head, 4) == Crc32(std::string_view(head).substr(kHeadCrcFrom))) {
+      // The header is whole, so its lengths are the ones written.
+      const std::uint64_t damage = Get<std::uint32_t>(head, 20);
+      const std::uint64_t bytes = Get<std::uint32_t>(head, 24);
+      if (damage + bytes <= size - at - kHeader) {
+        if (!end_damage(at)) return false;
+        payload.resize(static_cast<std::size_t>(damage + bytes));
+        if (!ReadAt(fd, at + kHeader, payload.data(), payload.size())) return Refuse("cannot read the saved file");
+        if (Crc32(payload) != Get<std::uint32_t>(head, 28)) {
+          if (!AdoptDamage(fd, at, kHeader + payload.size(), "a record whose data fails its CRC")) return false;
+        } else {
+          Frame f;
+          f.received = Micros(std::chrono::microseconds(Get<std::int64_t>(head, 8)));
+          f.parts = static_cast<int>(Get<std::uint32_t>(head, 16));
+          f.damage.assign(payload, 0, static_cast<std::size_t>(damage));
+          f.bytes.assign(payload, static_cast<std::size_t>(damage));
+          if (!Append(f, true)) return false;
+        }
+        at += kHeader + payload.size();
+        continue;
+      }
+    }
+    // Not a record here: what follows, up to the next record magic, is
+    // damage (a magic inside a payload fails its header's CRC and is skipped).
+    if (damage_start == size) damage_start = at;
+    at = FindMagic(fd, at + 1, size);
+  }
+  return end_damage(size);
+}
+
+bool DiskOverflow::AdoptVersion1(int fd, std::uint64_t size) {
+  std::string head(kV1Header, '\0');
+  std::uint64_t at = 0;
+  std::size_t records = 0;
+  while (size - at >= kV1Header && ReadAt(fd, at, head.data(), kV1Header)) {
+    const std::uint64_t damage = Get<std::uint32_t>(head, 12);
+    const std::uint64_t bytes = Get<std::uint32_t>(head, 16);
+    if (damage + bytes > size - at - kV1Header) break;
+    Frame f;
+    f.received = Micros(std::chrono::microseconds(Get<std::int64_t>(head, 0)));
+    f.parts = static_cast<int>(Get<std::uint32_t>(head, 8));
+    f.damage.resize(static_cast<std::size_t>(damage));
+    f.bytes.resize(static_cast<std::size_t>(bytes));
+    if (!ReadAt(fd, at + kV1Header, f.damage.data(), f.damage.size()) ||
+        !ReadAt(fd, at + kV1Header + damage, f.bytes.data(), f.bytes.size())) {
+      return Refuse("cannot read the saved file");
+    }
+    if (!Append(f, true)) return false;
+    at += kV1Header + damage + bytes;
+    ++records;
+  }
+  // That format has no magic to resynchronise on: what follows a length
+  // that runs past the end cannot be split into records.
+  if (at < size) {
+    return AdoptDamage(fd, at, size - at,
+                       "bytes after record " + std::to_string(records) +
+                           " of a file without checksums that are not a whole record (a damaged length, or a save cut "
+                           "short); any frames in them are lost");
+  }
+  return true;
 }
 
 void DiskOverflow::SaveTo() {
@@ -96,6 +274,8 @@ void DiskOverflow::SaveTo() {
     if (!WriteAll(out, written, data, size)) abandon(EIO, error_ + "; writing");
     written += size;
   };
+  const std::string header = OverflowFileHeader();
+  put(header.data(), header.size());
   put(rbuf_.data() + rpos_, rbuf_.size() - rpos_);
   std::string chunk;
   bool first = true;
@@ -185,12 +365,7 @@ bool DiskOverflow::Append(const Frame& frame, bool over_budget) {
       return Refuse(e.what());
     }
   }
-  Put<std::int64_t>(wbuf_, frame.received.time_since_epoch().count());
-  Put<std::uint32_t>(wbuf_, static_cast<std::uint32_t>(frame.parts));
-  Put<std::uint32_t>(wbuf_, static_cast<std::uint32_t>(frame.damage.size()));
-  Put<std::uint32_t>(wbuf_, static_cast<std::uint32_t>(frame.bytes.size()));
-  wbuf_ += frame.damage;
-  wbuf_ += frame.bytes;
+  AppendOverflowRecord(wbuf_, frame);
   ++frames_;
   bytes_ += record;
   // The record is taken even when this write fails: it stays in wbuf_, which
@@ -248,10 +423,12 @@ std::size_t DiskOverflow::ReadUpTo(std::size_t max_frames, std::size_t max_bytes
   std::size_t taken = 0;
   while (n < max_frames && frames_ > 0 && (n == 0 || taken < max_bytes)) {
     Fill(kHeader);
-    const auto received = Get<std::int64_t>(rbuf_, rpos_);
-    const auto parts = Get<std::uint32_t>(rbuf_, rpos_ + 8);
-    const std::size_t damage = Get<std::uint32_t>(rbuf_, rpos_ + 12);
-    const std::size_t size = Get<std::uint32_t>(rbuf_, rpos_ + 16);
+    // The segments are this process's own files, written by Append: their
+    // CRCs are for the saved file (Adopt checks them), not checked here.
+    const auto received = Get<std::int64_t>(rbuf_, rpos_ + 8);
+    const auto parts = Get<std::uint32_t>(rbuf_, rpos_ + 16);
+    const std::size_t damage = Get<std::uint32_t>(rbuf_, rpos_ + 20);
+    const std::size_t size = Get<std::uint32_t>(rbuf_, rpos_ + 24);
     const std::size_t record = kHeader + damage + size;
     Fill(record);  // may move rbuf_'s contents: rpos_ is read again below
     Frame f;

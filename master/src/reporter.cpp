@@ -87,6 +87,9 @@ std::string FormatMetrics(const MetricsSnapshot& m) {
          "Returns whose payload differed from the first one stored, since start.", d(m.duplicates));
   Metric(out, "brine_cache_writes_total", "counter", "Job-cache frames from the Salt plug-in applied since start.",
          d(m.cache_writes));
+  Metric(out, "brine_future_arrivals_total", "counter",
+         "Arrival times more than brine.max_clock_skew_s ahead of the clock, stored as the clock's time, since start.",
+         d(m.future_arrivals));
   Metric(out, "brine_batches_committed_total", "counter", "Write transactions committed since start.", d(m.batches));
   Metric(out, "brine_last_commit_timestamp_seconds", "gauge", "When the last batch committed, in Unix seconds (0: none).",
          m.last_commit_s);
@@ -184,6 +187,7 @@ MetricsSnapshot Reporter::Take() {
   m.duplicates = status_.duplicates.load();
   m.returns = status_.returns.load();
   m.cache_writes = status_.cache_writes.load();
+  m.future_arrivals = status_.future_arrivals.load();
   m.batches = status_.batches.load();
   const std::int64_t last_commit_us = status_.last_commit_us.load();
   m.last_commit_s = Seconds(last_commit_us);

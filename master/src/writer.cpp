@@ -27,6 +27,7 @@ void PublishStatus(LiveStatus* status, const Counters& totals, std::int64_t batc
   status->duplicates = totals.duplicates;
   status->returns = totals.returns;
   status->cache_writes = totals.cache_writes;
+  status->future_arrivals = totals.future_arrivals;
   status->batches = batches;
   status->last_commit_us = last_commit_us;
   status->batch_frames = static_cast<std::int64_t>(batch_frames);
@@ -101,7 +102,8 @@ void Writer::Open() {
                     .duplicates = base("duplicates"),
                     .trimmed = base("trimmed"),
                     .returns = base("returns"),
-                    .cache_writes = base("cache_writes")};
+                    .cache_writes = base("cache_writes"),
+                    .future_arrivals = base("future_arrivals")};
     base_batches_ = base("batches");
   }
   PutCounters({});
@@ -121,6 +123,7 @@ void Writer::PutCounters(const Counters& pending) {
       {"trimmed", t.trimmed},
       {"returns", t.returns},
       {"cache_writes", t.cache_writes},
+      {"future_arrivals", t.future_arrivals},
       {"acked", acked_ + static_cast<std::int64_t>(acked_in_batch_.size())},
       {"acked_refused", acked_refused_},
       {"plugin_is_job_cache", archiver_.PluginIsJobCache() ? 1 : 0},
@@ -137,6 +140,7 @@ void Writer::PutCounters(const Counters& pending) {
       {"trimmed_total", base_totals_.trimmed + t.trimmed},
       {"returns_total", base_totals_.returns + t.returns},
       {"cache_writes_total", base_totals_.cache_writes + t.cache_writes},
+      {"future_arrivals_total", base_totals_.future_arrivals + t.future_arrivals},
       {"batches_total", base_batches_ + batches_},
   };
   // Only what changed since the last commit: a commit of one acknowledged

@@ -19,7 +19,7 @@ namespace {
 
 constexpr const char* kCounterNames[] = {"received", "stored",  "filtered", "quarantined", "cache_writes",
                                          "duplicates", "trimmed", "returns",  "batches",     "acked",
-                                         "acked_refused"};
+                                         "acked_refused", "future_arrivals"};
 
 // Salt's time format ("2024, Jan 01 12:00:00.123456"), as jobs show StartTime.
 std::string SaltTime(std::int64_t us) {
@@ -117,7 +117,7 @@ Value Stats(Context& ctx) {
     }
   }
   Value store = Value::EmptyMap();
-  store.Set("path", db.string());
+  store.Set("path", store::RedactDatabase(db));
   store.Set("bytes", size(db) + size(std::filesystem::path(db.string() + "-wal")));
   store.Set("spool_files", spool_files);
   store.Set("spool_bytes", spool_bytes);
@@ -177,9 +177,9 @@ Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent
     if (free_mib < 64) return fail("the store is not writable: " + Fixed(free_mib, 1) + " MiB free on its filesystem");
   }
   struct stat st {};
-  if (::stat(db.c_str(), &st) != 0) return fail("the store is not writable: " + db.string() + " does not exist");
+  if (::stat(db.c_str(), &st) != 0) return fail("the store is not writable: " + store::RedactDatabase(db) + " does not exist");
   if ((::geteuid() == 0 || ::geteuid() == st.st_uid) && ::access(db.c_str(), W_OK) != 0) {
-    return fail("the store is not writable: " + db.string() + " denies writing");
+    return fail("the store is not writable: " + store::RedactDatabase(db) + " denies writing");
   }
   return Value("brine-master is running and keeps up: " + Fixed(Metric(*m, "brine_events_received_per_second"), 1) +
                " frames/s over the last minute, " + std::to_string(pending) + " pending, last commit " +

@@ -413,8 +413,8 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
     std::string files;
     for (const auto& f : cfg.files_read) files += (files.empty() ? "" : ", ") + f.string();
     ctx.Debug("config " + o.config_dir.string() + ": read " + (files.empty() ? std::string("no file") : files) +
-              "; store " + cfg.brine.database.string() +
-              (cfg.brine.read_database ? "; reads from " + cfg.brine.read_database->string() : std::string()));
+              "; store " + store::RedactDatabase(cfg.brine.database) +
+              (cfg.brine.read_database ? "; reads from " + store::RedactDatabase(*cfg.brine.read_database) : std::string()));
   }
   ctx.SetOutputterOption(o.out.value_or(""));
   const auto started = std::chrono::steady_clock::now();

@@ -18,7 +18,7 @@ store::Store& Context::Store() {
     // brine.read_database (a replica) when set: these reads never write.
     const auto& path = config_.brine.read_database.value_or(config_.brine.database);
     const auto started = std::chrono::steady_clock::now();
-    Debug("opening the store " + path.string() + " read-only");
+    Debug("opening the store " + store::RedactDatabase(path) + " read-only");
     try {
       // A query reads each page about once, so the operating system's page
       // cache serves it as well as SQLite's; a small one of our own keeps a
@@ -39,7 +39,7 @@ store::Queues& Context::Queues() {
   if (!queues_) {
     const auto sync = config_.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
                                                                                    : store::OpenOptions::Sync::kNormal;
-    Debug("opening the queue tables in " + config_.brine.database.string() + " read-write");
+    Debug("opening the queue tables in " + store::RedactDatabase(config_.brine.database) + " read-write");
     try {
       queues_ = store::OpenQueues(config_.brine.database, {.sync = sync});
     } catch (const store::StoreError& e) {

@@ -94,6 +94,8 @@ class JobCache final : public Store {
  public:
   JobCache(std::unique_ptr<Backend> backend, const OpenOptions& options)
       : clock_(options.clock != nullptr ? options.clock : &system_clock_),
+        skew_clock_(options.skew_clock != nullptr ? options.skew_clock : &system_clock_),
+        max_clock_skew_(options.max_clock_skew),
         jids_(*clock_, JidUniqueness::kPlain, static_cast<long>(getpid())),
         backend_(std::move(backend)),
         read_only_(options.access == OpenOptions::Access::kReadOnly) {}
@@ -198,8 +200,10 @@ class JobCache final : public Store {
   }
 
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
-    Write("quarantine", [&] { backend_->Quarantine(raw, reason, received); });
+    Write("quarantine", [&] { backend_->Quarantine(raw, reason, Arrival(received)); });
   }
+
+  std::int64_t FutureArrivals() const override { return future_arrivals_; }
 
   void UpdateEndtime(const std::string& jid, const std::string& endtime) override {
     Write("update_endtime", [&] { backend_->SetEndtime(EnsureJob(jid).id, endtime); });
@@ -542,9 +546,25 @@ class JobCache final : public Store {
     }
   }
 
+  // `received`, or the skew clock's now when it is more than max_clock_skew_
+  // ahead of it (OpenOptions::max_clock_skew says why).
+  Micros Arrival(Micros received) {
+    const Micros now = skew_clock_->Now();
+    // Compared as an unsigned difference: now + skew, or received - now,
+    // could pass the largest int64 (an imported INT64_MAX).
+    const std::uint64_t ahead_us = static_cast<std::uint64_t>(ToUnixMicros(received)) -
+                                   static_cast<std::uint64_t>(ToUnixMicros(now));
+    const auto skew_us = static_cast<std::uint64_t>(std::chrono::microseconds(max_clock_skew_).count());
+    if (received > now && ahead_us > skew_us) {
+      ++future_arrivals_;
+      return now;
+    }
+    return received;
+  }
+
   EventRow ArchiveRow(const Event& e) {
     EventRow row;
-    row.received = e.received;
+    row.received = Arrival(e.received);
     const std::string jid = JobEventJid(e.tag, e.data);
     if (!jid.empty()) row.job_id = EnsureJob(jid).id;
     row.tag = e.tag;
@@ -577,6 +597,9 @@ class JobCache final : public Store {
 
   SystemClock system_clock_;
   const Clock* clock_;  // the options' clock or system_clock_
+  const Clock* skew_clock_;  // the options' skew_clock or system_clock_
+  const std::chrono::seconds max_clock_skew_;
+  std::int64_t future_arrivals_ = 0;
   JidGenerator jids_;
   std::unique_ptr<Backend> backend_;
   bool read_only_ = false;

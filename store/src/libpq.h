@@ -2,7 +2,7 @@
 // the program starts. libpq pulls in about twenty libraries (Kerberos, LDAP,
 // GnuTLS, ...); loading and relocating them took 7 ms of brine-run's 10 ms
 // start on every call, SQLite stores included (docs/performance.md, issue 15
-// round 3). Only postgres_connection.cpp calls libpq, through Libpq().
+// round 3). Only postgres_connection.cpp and conninfo.cpp call libpq, through Libpq().
 #pragma once
 
 #include <libpq-fe.h>
@@ -11,7 +11,7 @@ namespace brine::store::detail {
 
 // Every libpq function the store calls.
 #define BRINE_LIBPQ_FUNCTIONS(X)                                                                               \
-  X(PQclear) X(PQcmdTuples) X(PQconnectdb) X(PQdb) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec)        \
+  X(PQclear) X(PQcmdTuples) X(PQconnectdb) X(PQconninfoFree) X(PQconninfoParse) X(PQdb) X(PQfreemem) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec)        \
   X(PQexecParams) X(PQexitPipelineMode) X(PQfinish) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) \
   X(PQhost) X(PQntuples) X(PQpipelineSync) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)    \
   X(PQsendPrepare) X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQstatus) X(PQtransactionStatus)

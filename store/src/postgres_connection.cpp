@@ -57,7 +57,18 @@ std::int64_t PgResult::affected() const {
   return n[0] == '\0' ? 0 : std::strtoll(n, nullptr, 10);
 }
 
-PgConnection::PgConnection(const std::string& uri) : conn_(Libpq().PQconnectdb(uri.c_str())) {
+namespace {
+
+// The rule of store.h's CheckServerDatabase holds for every connection, so
+// no caller can connect with a secret from a config file by going round it.
+pg_conn* Connect(const std::string& uri) {
+  CheckServerDatabase(uri);
+  return Libpq().PQconnectdb(uri.c_str());
+}
+
+}  // namespace
+
+PgConnection::PgConnection(const std::string& uri) : conn_(Connect(uri)) {
   if (conn_ == nullptr) throw StoreError("opening the PostgreSQL database: out of memory");
   if (Libpq().PQstatus(conn_) != CONNECTION_OK) {
     // libpq's message names host and database, never the password.

@@ -32,7 +32,10 @@ class PostgresQueues final : public detail::TransactionalQueues {
     }
     try {
       db_ = std::make_unique<PgConnection>(uri);
-      db_->Exec("SET lock_timeout = " + std::to_string(options.busy_timeout.count()));
+      // statement_timeout as the store's writer sets it (postgres_backend.cpp):
+      // a role or database default (even 1 ms) must not cancel a pop or the
+      // migrations; lock_timeout is the one bound on waiting.
+      db_->Exec("SET statement_timeout = 0; SET lock_timeout = " + std::to_string(options.busy_timeout.count()));
       detail::ApplyPostgresMigrations(*db_);
     } catch (...) {
       RethrowPgAsStoreError("opening the queues", Op::kWrite);

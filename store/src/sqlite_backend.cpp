@@ -228,6 +228,21 @@ void BindOptionalInt(SQLite::Statement& q, int index, const std::optional<std::i
   }
 }
 
+// The id of a row of `table` (event, quarantine) arriving at `received` after
+// the row `last`: the arrival time, made strictly increasing. A store that
+// already holds the largest id (INT64_MAX, which an import of a line with
+// that time stored before brine.max_clock_skew_s existed) has no later one:
+// StoreError, never a signed overflow. The writer then quarantines the event
+// with this reason, which says how to free the id.
+std::int64_t NextArrivalId(std::int64_t last, Micros received, const char* table) {
+  if (last == std::numeric_limits<std::int64_t>::max()) {
+    throw StoreError(std::string("no ") + table + " id is left after " + std::to_string(last) + ": the " + table +
+                     " table holds a row at the largest time (year 294247), stored by an older brine; delete that row"
+                     " (DELETE FROM " + table + " WHERE id = " + std::to_string(last) + ") with brine-master stopped");
+  }
+  return std::max(ToUnixMicros(received), last + 1);
+}
+
 class SqliteBackend final : public Backend {
  public:
   SqliteBackend(const std::filesystem::path& path, const OpenOptions& options)
@@ -452,14 +467,14 @@ class SqliteBackend final : public Backend {
   void AppendEvents(std::vector<EventRow>&& events) override {
     for (EventRow& e : events) {
       // The id is the arrival time, made strictly increasing.
-      last_event_id_ = std::max(ToUnixMicros(e.received), last_event_id_ + 1);
+      last_event_id_ = NextArrivalId(last_event_id_, e.received, "event");
       pending_events_.emplace_back(last_event_id_, std::move(e));
     }
     if (pending_events_.size() >= 2 * kEventsPerInsert) FlushEvents();
   }
 
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override {
-    last_quarantine_id_ = std::max(ToUnixMicros(received), last_quarantine_id_ + 1);
+    last_quarantine_id_ = NextArrivalId(last_quarantine_id_, received, "quarantine");
     auto& q = Stmt("INSERT INTO quarantine (id, reason, raw) VALUES (?, ?, ?)");
     q.bind(1, last_quarantine_id_);
     q.bind(2, reason);

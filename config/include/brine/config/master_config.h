@@ -72,7 +72,9 @@
 // the flat key wins. Errors name the key as `brine.<name>` either way.
 //   brine.database            <cachedir>/brine.sqlite; a path (SQLite), or a
 //                             postgresql:// URI in libpq's syntax, taken as it is
-//                             (no root_dir); a URI with a password is an error
+//                             (no root_dir); a URI with a password is refused
+//                             by the store when it connects (store.h,
+//                             CheckServerDatabase), not here
 //   brine.read_database       unset; the same forms: where brine-run reads the
 //                             job cache and archive from (a PostgreSQL replica),
 //                             while queue.* and every writer use brine.database
@@ -102,6 +104,8 @@
 //                             Prometheus's text format, rewritten (atomically) every second;
 //                             brine.health and brine.stats read it too
 //   brine.lag_warning_s       10: brine-master warns when frames wait longer than this
+//   brine.max_clock_skew_s    300 (at most 100 years): an arrival time further ahead of
+//                             the clock than this is stored as the clock's time, and counted
 //   brine.keep_jobs_by_fun    {glob: seconds}: jobs whose load's fun matches a glob (fnmatch;
 //                             the first that matches, in the file's order) are kept that long
 //                             instead of keep_jobs_seconds (0 = forever)
@@ -190,6 +194,7 @@ struct MasterConfig {
     std::int64_t send_timeout_ms = 2000;
     std::filesystem::path metrics_file = "/var/cache/salt/master/brine-master.prom";
     std::int64_t lag_warning_s = 10;
+    std::int64_t max_clock_skew_s = 300;
     GlobSeconds keep_jobs_by_fun;
     GlobSeconds keep_events_by_tag;
     std::int64_t max_store_mb = 0;

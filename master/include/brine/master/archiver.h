@@ -89,6 +89,9 @@ struct Counters {
   std::int64_t trimmed = 0;      // events carrying Salt's VALUE_TRIMMED marker
   std::int64_t returns = 0;      // returns newly stored in the job cache
   std::int64_t cache_writes = 0; // brine/cache/* frames applied to the job cache
+  // Arrival times more than brine.max_clock_skew_s ahead of the clock, stored
+  // as the clock's time (store::OpenOptions::max_clock_skew)
+  std::int64_t future_arrivals = 0;
   Counters& operator+=(const Counters& o);
 };
 

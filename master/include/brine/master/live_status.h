@@ -19,6 +19,7 @@ struct LiveStatus {
   std::atomic<std::int64_t> duplicates{0};
   std::atomic<std::int64_t> returns{0};
   std::atomic<std::int64_t> cache_writes{0};
+  std::atomic<std::int64_t> future_arrivals{0};
   std::atomic<std::int64_t> batches{0};
   // UTC microseconds of the last commit; 0 before the first.
   std::atomic<std::int64_t> last_commit_us{0};

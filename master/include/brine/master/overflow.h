@@ -15,6 +15,35 @@
 // same folder, and the next DiskOverflow there takes that file as its first
 // frames, so they are filed before anything newer.
 //
+// File grammar (the segments and the saved file; integers little-endian):
+//   saved   = header *record           (a segment is *record, no header)
+//   header  = "BRINEOVF" version       version = uint32, 2
+//   record  = magic head_crc received parts dlen blen data_crc damage bytes
+//   magic   = "BOR2"
+//   head_crc = uint32                  CRC-32 (zlib's) of the 24 bytes from
+//                                      received to data_crc
+//   received = int64                   arrival time, UTC microseconds
+//   parts   = uint32                   ZeroMQ message parts
+//   dlen, blen = uint32                lengths of damage and bytes
+//   data_crc = uint32                  CRC-32 of damage then bytes
+// Reading a saved file (the constructor), a record whose header fails
+// head_crc, whose magic is missing, or whose lengths run past the end is not
+// trusted: its length may be the damaged part. The reader skips to the next
+// "BOR2" whose header passes its CRC, and the bytes between become one
+// quarantined frame (the first 64 KiB kept, the reason naming the offset and
+// length). So a damaged length costs the one record it belongs to (plus any
+// whose magic was hit too), never those after it. A record with a good header
+// whose data fails data_crc is skipped by its (trusted) length and
+// quarantined alone. Quarantined parts reach the store's quarantine table
+// through the archiver, which logs them; notice() counts them.
+//
+// The previous version's saved file (version 1, read at upgrade) had no
+// header, magic or CRC: record = received parts dlen blen damage bytes, in
+// host order (little-endian). It is read record by record; from a length that
+// runs past the end, the rest cannot be split and is quarantined as one part.
+// A far-future time from such a file is taken as now by the store
+// (brine.max_clock_skew_s).
+//
 // Segments: the data lives in files of at most about max_bytes / 8 each; a
 // segment read to its end is closed, which frees its disk. So the disk used is
 // at most max_bytes plus one segment, even when the overflow never empties.
@@ -32,6 +61,11 @@
 namespace brine::master {
 
 struct Frame;
+
+// Appends `frame` to `out` as one record of the grammar above.
+void AppendOverflowRecord(std::string& out, const Frame& frame);
+// A saved file's header (the grammar's `header`).
+[[nodiscard]] std::string OverflowFileHeader();
 
 class DiskOverflow {
  public:
@@ -67,9 +101,11 @@ class DiskOverflow {
   // then nothing is forgotten.
   void SaveTo();
 
-  // What the constructor found in kSavedName: frames taken, and a sentence
-  // for the log when there was something to say (empty otherwise).
+  // What the constructor found in kSavedName: frames taken, damaged parts
+  // taken as quarantined frames (Frame::damage set), and a sentence for the
+  // log when there was something to say (empty otherwise).
   [[nodiscard]] std::size_t adopted_frames() const { return adopted_frames_; }
+  [[nodiscard]] std::size_t adopted_damaged() const { return adopted_damaged_; }
   [[nodiscard]] const std::string& notice() const { return notice_; }
 
   [[nodiscard]] bool empty() const { return frames_ == 0; }
@@ -93,6 +129,12 @@ class DiskOverflow {
   void Fill(std::size_t want);  // rbuf_ holds `want` unread bytes afterwards
   void Reset();                 // read empty: drop every segment
   void Adopt();                 // the constructor's taking of kSavedName
+  // Append each frame of the saved file `fd` (of `size` bytes) from `at`;
+  // false (error_ set) when an append or a read failed.
+  bool AdoptRecords(int fd, std::uint64_t at, std::uint64_t size);
+  bool AdoptVersion1(int fd, std::uint64_t size);
+  // Appends the bytes [at, at + size) of `fd` as a quarantined frame.
+  bool AdoptDamage(int fd, std::uint64_t at, std::uint64_t size, const std::string& what);
 
   const std::filesystem::path dir_;
   const std::size_t max_bytes_;
@@ -106,6 +148,8 @@ class DiskOverflow {
   std::size_t bytes_ = 0;
   std::string error_;
   std::size_t adopted_frames_ = 0;
+  std::size_t adopted_damaged_ = 0;
+  std::string adopt_damage_;  // the first damaged part's description
   std::string notice_;
 };
 

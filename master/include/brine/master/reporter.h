@@ -52,7 +52,7 @@ struct MetricsSnapshot {
   double now_s = 0;  // UTC seconds
   double start_time_s = 0;
   std::int64_t received = 0, stored = 0, filtered = 0, quarantined = 0, duplicates = 0, returns = 0,
-               cache_writes = 0, batches = 0;
+               cache_writes = 0, future_arrivals = 0, batches = 0;
   double last_commit_s = 0;  // 0: none yet
   double commit_lag_s = 0;   // how long the oldest pending frame may have waited; 0 when none wait
   std::int64_t pending_frames = 0;

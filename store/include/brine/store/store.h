@@ -56,6 +56,19 @@ struct OpenOptions {
   // Source of "now" for jids and arrival times; nullptr means the system clock.
   // When given it must outlive the Store.
   const Clock* clock = nullptr;
+  // An arrival time (Event::received, Quarantine's `received`) more than this
+  // ahead of `skew_clock`'s now is taken as that now, and counted
+  // (FutureArrivals): one far-future time (a bad import line, a damaged
+  // record) would otherwise push every later SQLite event id, which is the
+  // arrival time kept increasing, into the future with it
+  // (brine.max_clock_skew_s). Times in the past stay as they are (on SQLite
+  // the id is then the last id + 1).
+  std::chrono::seconds max_clock_skew{300};
+  // The clock that rule reads; nullptr: the system clock, whatever `clock`
+  // is (an importer's `clock` replays the file's times, a test's stands at a
+  // fixed past instant that the events it files are often ahead of). When
+  // given it must outlive the Store.
+  const Clock* skew_clock = nullptr;
 };
 
 // Identifies a stored return, so an archived event can share its payload.
@@ -284,6 +297,11 @@ class Store {
   // Keeps a frame that could not be decoded, with the reason.
   virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
 
+  // How many arrival times (EventReturn's, Quarantine's) this Store took as
+  // its skew clock's now since it was opened, being more than
+  // OpenOptions::max_clock_skew ahead of it; writes rolled back included.
+  [[nodiscard]] virtual std::int64_t FutureArrivals() const = 0;
+
   // Records the job's end time text (`job_cache_store_endtime`).
   virtual void UpdateEndtime(const std::string& jid, const std::string& endtime) = 0;
 
@@ -434,6 +452,25 @@ class Store {
 // postgres:// URI in libpq's syntax) rather than a SQLite file: it has no
 // directory of its own to create.
 [[nodiscard]] bool IsServerDatabase(const std::filesystem::path& database);
+
+// The rule that a server database's URI holds no secret: a config file is
+// world-readable more often than not, and the URI shows in logs and errors;
+// libpq reads the password from ~/.pgpass, PGPASSFILE or passfile=. The URI
+// is parsed as libpq parses it (PQconninfoParse), so `user:pw@`,
+// `password=`, `sslpassword=`, a percent-encoded key (`%70assword=`) and any
+// other option libpq itself marks as secret are all seen. Does nothing for a
+// SQLite path. Throws StoreError naming the secret keys (never their values)
+// when the URI holds one, or when libpq cannot parse it (its message may
+// quote the URI, so it is left out); StoreError too when libpq cannot be
+// loaded. OpenStore and OpenQueues apply it before connecting.
+void CheckServerDatabase(const std::filesystem::path& database);
+
+// `database` as a log line or an error may print it: a SQLite path, or a URI
+// without a secret, as it is; a URI with a secret rebuilt in libpq's
+// key=value form with each secret's value as "********"; a URI that libpq
+// cannot parse (or when libpq cannot be loaded) as "a postgresql:// URI
+// (not shown: ...)". Never throws.
+[[nodiscard]] std::string RedactDatabase(const std::filesystem::path& database);
 
 // Opens (creating when read-write) the store at `path` and brings its schema
 // up to date: a SQLite file, or for a postgresql:// URI (IsServerDatabase) the
