@@ -1,7 +1,7 @@
 // brine-run's function table: each function reads its bound arguments by
 // name (Args), and takes its help text from one table (help_texts.cpp).
 // These need runner/src's private headers; the CLI's behaviour is in
-// runner_test.cpp.
+// runner_cli_test.cpp and the other runner_*_test.cpp files.
 #include <catch2/catch.hpp>
 #include <sstream>
 #include <stdexcept>

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Reference renderings for tests/output_test.cpp, made by Python itself.
+"""Reference renderings for tests/output_test.cpp and output_highstate_test.cpp,
+made by Python itself.
 
 usage: render.py < cases.json > results
 

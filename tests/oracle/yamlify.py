@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Reference typing of salt-run CLI words, for tests/runner_test.cpp.
+"""Reference typing of salt-run CLI words, for tests/runner_cli_test.cpp.
 
 usage: yamlify.py WORDS.json > typed
 
