@@ -54,7 +54,7 @@ TEST_CASE("glob: FnMatch agrees with Python's fnmatch.fnmatchcase", "[core]") {
   CHECK(matches > 100);
 }
 
-TEST_CASE("glob: '/' is not special, matching is case-sensitive and an unclosed [ is literal", "[core]") {
+TEST_CASE("glob: '/' is not special, matching is case-sensitive and an unclosed bracket is literal", "[core]") {
   CHECK(FnMatch("salt/job/*/ret/*", "salt/job/20240101120000123456/ret/minion1"));
   CHECK(FnMatch("*", "a/b/c"));
   CHECK(FnMatch("a?c", "a/c"));
@@ -76,7 +76,7 @@ TEST_CASE("glob: '/' is not special, matching is case-sensitive and an unclosed 
   CHECK(FnMatch("web*", "web1.example.com"));
 }
 
-TEST_CASE("glob: IsLiteralGlob is true only without *, ? or [", "[core]") {
+TEST_CASE("glob: IsLiteralGlob is true only without a star, a question mark or a bracket", "[core]") {
   CHECK(brine::IsLiteralGlob(""));
   CHECK(brine::IsLiteralGlob("minion1"));
   CHECK(brine::IsLiteralGlob("salt/job/1/ret/m1"));
