@@ -25,7 +25,7 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 packages=(
   g++ cmake ninja-build pkg-config
   libsqlite3-dev sqlite3 libsqlitecpp-dev
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev zlib1g-dev
   libhowardhinnant-date-dev
   catch2
   libyaml-cpp-dev

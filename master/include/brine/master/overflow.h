@@ -26,6 +26,9 @@
 //   parts   = uint32                   ZeroMQ message parts
 //   dlen, blen = uint32                lengths of damage and bytes
 //   data_crc = uint32                  CRC-32 of damage then bytes
+// The live segments leave head_crc and data_crc 0: they are this process's
+// own unlinked files, and SaveTo makes the checksums as it writes the saved
+// file, off the reader's path (each frame's CRC there slowed the reader).
 // Reading a saved file (the constructor), a record whose header fails
 // head_crc, whose magic is missing, or whose lengths run past the end is not
 // trusted: its length may be the damaged part. The reader skips to the next
