@@ -247,7 +247,8 @@ void KillNineDuringIngest(const std::string& sync) {
       // stored 20,014 of the 20,160 frames its sender counted.
       std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(300, 1000)(rng)));
       sender.Stop(120000ms);
-      REQUIRE(WaitUntil([&] { return pub.max_seq() + 1 == sender.sent(); }, 120s));
+      REQUIRE(WaitUntil([&] { return pub.max_seq() + 1 == sender.sent(); },
+                        brine::test::Patience{.progress = [&] { return pub.max_seq(); }}));
       REQUIRE(m.Stop() == 0);
       pub.Stop();
       // A stop that ran out of time saved the rest of its overflow file: the
@@ -372,11 +373,13 @@ TEST_CASE(
 
   // Space comes back: no signal, no restart; it resumes and stores everything.
   fs::remove(filler);
-  REQUIRE(WaitUntil([&] { return Counter(db, "received") == probes + kFrames; }, 120s));
+  REQUIRE(WaitUntil([&] { return Counter(db, "received") == probes + kFrames; },
+                    brine::test::Patience{.progress = [&] { return Counter(db, "received"); }}));
   // Every frame was republished too. The subscriber counts on its own thread,
   // so the last ones may still be on their way when the commit is seen (the
   // reader publishes each frame before the writer commits it).
-  REQUIRE(WaitUntil([&] { return pub.count() >= kFrames; }, 10s));
+  REQUIRE(WaitUntil([&] { return pub.count() >= kFrames; },
+                    brine::test::Patience{.progress = [&] { return pub.count(); }, .stall = 10s}));
   REQUIRE(pub.count() == kFrames);
   const StreamRun s = StoredRun(db, "fill/");
   REQUIRE(s.count == kFrames);
@@ -563,13 +566,15 @@ JobTraffic MakeJobs(int jobs, brine::Micros start) {
 }
 
 // Pushes `frames` at full speed and waits until the counters show the last
-// one committed.
+// one committed, for as long as the counter keeps moving (a loaded machine
+// under ASan is slow, not stuck).
 void IngestAll(const MasterProcess& m, const std::vector<std::string>& frames) {
   const std::int64_t before = Counter(m.database(), "received");
-  std::thread push([&] { PushFrames(m.pull_endpoint(), frames); });
-  const bool done = WaitUntil(
-      [&] { return Counter(m.database(), "received") >= before + static_cast<std::int64_t>(frames.size()); }, 300s);
-  push.join();
+  JoiningThread push([&] { PushFrames(m.pull_endpoint(), frames); });
+  const auto received = [&] { return Counter(m.database(), "received"); };
+  const bool done = WaitUntil([&] { return received() >= before + static_cast<std::int64_t>(frames.size()); },
+                              brine::test::Patience{.progress = received});
+  push.Join();
   REQUIRE(done);
 }
 
@@ -578,7 +583,13 @@ struct QueryLoops {
   std::atomic<int> queries{0};
   std::mutex mu;
   std::vector<std::string> failures;
-  std::vector<std::thread> threads;
+  std::vector<JoiningThread> threads;
+
+  // A failed REQUIRE between Start and Stop: stop, and join without throwing.
+  ~QueryLoops() {
+    stop = true;
+    threads.clear();
+  }
 
   void Start(const fs::path& conf, const std::string& jid, int n) {
     for (int t = 0; t < n; ++t) {
@@ -604,7 +615,7 @@ struct QueryLoops {
   }
   void Stop() {
     stop = true;
-    for (auto& t : threads) t.join();
+    for (auto& t : threads) t.Join();
     threads.clear();
   }
 };
