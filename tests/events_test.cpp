@@ -107,7 +107,9 @@ TEST_CASE("events: state.event prints exactly the matching events in Salt's form
   Send(m, "other/skip", R"({"a": 0})");
   Send(m, "test/one", R"({"b": 1, "a": [1, 2.5, null, true]})");
   Send(m, "test/two", R"({"z": "ü"})");
-  REQUIRE(watcher->Wait(std::chrono::seconds(20)) == std::optional<int>(0));
+  const auto exited = watcher->Wait(std::chrono::seconds(20));
+  INFO(watcher->Describe());  // its exit status and output, should it fail
+  REQUIRE(exited == std::optional<int>(0));
   const std::string text = ReadFile(out);
   // Python's json.dumps: ", " and ": " separators, keys in arrival order, raw UTF-8.
   const std::regex expected(
@@ -123,7 +125,9 @@ TEST_CASE("events: state.event pretty=True indents by 4 with sorted keys", "[run
   const auto out = m.dir() / "watch.out";
   auto watcher = StartWatcher(m, {"state.event", "pretty/*", "count=1", "pretty=True"}, out);
   Send(m, "pretty/x", R"({"b": 1, "a": {"d": 2, "c": 3}})");
-  REQUIRE(watcher->Wait(std::chrono::seconds(20)) == std::optional<int>(0));
+  const auto exited = watcher->Wait(std::chrono::seconds(20));
+  INFO(watcher->Describe());  // its exit status and output, should it fail
+  REQUIRE(exited == std::optional<int>(0));
   const std::regex expected(
       "pretty/x\t\\{\n    \"_stamp\": \"[0-9T:.-]+\",\n    \"a\": \\{\n        \"c\": 3,\n        \"d\": 2\n    \\},\n"
       "    \"b\": 1\n\\}\n");
@@ -151,7 +155,9 @@ TEST_CASE("events: state.event survives a restart of brine-master", "[runner][e2
     Send(m, "keep/after", "{}");
     (void)watcher->Wait(std::chrono::milliseconds(100));
   }
-  REQUIRE(watcher->Wait(std::chrono::seconds(10)) == std::optional<int>(0));
+  const auto exited = watcher->Wait(std::chrono::seconds(10));
+  INFO(watcher->Describe());  // its exit status and output, should it fail
+  REQUIRE(exited == std::optional<int>(0));
   const std::string text = ReadFile(out);
   INFO(text);
   REQUIRE(text.find("keep/before\t") == 0);

@@ -25,6 +25,7 @@
 #include "brine/master/overflow.h"
 #include "brine/master/spool.h"
 #include "brine/wire/codec.h"
+#include "support/joining_thread.h"
 #include "support/master_process.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -32,6 +33,7 @@
 using brine::Value;
 using brine::test::Counter;
 using brine::test::CountersBalance;
+using brine::test::JoiningThread;
 using brine::test::MasterProcess;
 using brine::test::NewFrame;
 using brine::test::WaitUntil;
@@ -233,16 +235,19 @@ TEST_CASE("hardening: SIGTERM with two senders at full speed stops within the bo
       if (push.send(zmq::buffer(frame), zmq::send_flags::none)) ++sent;
     }
   };
-  std::thread a(sender, 1), b(sender, 2);
-  REQUIRE(WaitUntil([&] { return Counter(db, "stored") > 20000; }, 60s));
+  // Joined on every path: a failed REQUIRE stops the senders, then the master.
+  JoiningThread a([&] { sender(1); }, [&] { stop = true; });
+  JoiningThread b([&] { sender(2); }, [&] { stop = true; });
+  REQUIRE(WaitUntil([&] { return Counter(db, "stored") > 20000; },
+                    brine::test::Patience{.progress = [&] { return Counter(db, "stored"); }}));
   const auto signalled = std::chrono::steady_clock::now();
   m.child()->Signal(SIGTERM);
   // The senders go on the whole time: the bound must hold whatever they do.
   const auto code = m.child()->Wait(40s);
   const auto took = std::chrono::steady_clock::now() - signalled;
   stop = true;
-  a.join();
-  b.join();
+  a.Join();
+  b.Join();
   REQUIRE(code.has_value());
   REQUIRE(*code == 0);
   // 10 s of reading at most, 10 s more committing the overflow file (the rest
@@ -393,7 +398,7 @@ FloodRun FloodALockedStore(const std::string& config, int per_sender) {
     SQLite::Database holder(db.string(), SQLite::OPEN_READWRITE);
     holder.setBusyTimeout(10000);  // brine-master may be in its first maintenance pass
     holder.exec("BEGIN IMMEDIATE");
-    std::vector<std::thread> senders;
+    std::vector<JoiningThread> senders;
     for (int c = 0; c < 2; ++c) {
       senders.emplace_back([&, c] {
         zmq::context_t ctx(1);
@@ -407,13 +412,14 @@ FloodRun FloodALockedStore(const std::string& config, int per_sender) {
         }
       });
     }
-    for (std::thread& t : senders) t.join();
+    for (JoiningThread& t : senders) t.Join();
     std::this_thread::sleep_for(1s);
     run.peak_kib = PeakRssKib(m.child()->pid());
     holder.exec("ROLLBACK");
   }
   const auto total = static_cast<std::int64_t>(2 * per_sender);
-  REQUIRE(WaitUntil([&] { return Counter(db, "stored") == total; }, 120s));
+  REQUIRE(WaitUntil([&] { return Counter(db, "stored") == total; },
+                    brine::test::Patience{.progress = [&] { return Counter(db, "stored"); }}));
   REQUIRE(m.Stop() == 0);
   REQUIRE(CountersBalance(db));
   for (int c = 0; c < 2; ++c) {
@@ -576,9 +582,13 @@ TEST_CASE("hardening: the attacks replayed together for minutes leave the counte
   fs::create_directories(spool);
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> good_sent{0}, hostile_sent{0}, lock_episodes{0}, spool_good{0};
+  // Set only when a failed REQUIRE unwinds: the good sender then drops what it
+  // queued instead of waiting for a master that may be gone.
+  std::atomic<bool> abandon{false};
+  const auto stop_all = [&] { stop = true; };
 
   // Good traffic from one long-lived sender that never drops a frame.
-  std::thread good([&] {
+  JoiningThread good([&] {
     zmq::context_t ctx(1);
     zmq::socket_t push(ctx, zmq::socket_type::push);
     // No linger limit: what it queued while the store was locked is all
@@ -591,9 +601,13 @@ TEST_CASE("hardening: the attacks replayed together for minutes leave the counte
       ++good_sent;
       if (i % 25 == 0) std::this_thread::sleep_for(5ms);  // at most ~5,000 frames/s
     }
+    if (abandon) push.set(zmq::sockopt::linger, 0);
+  }, [&] {
+    abandon = true;
+    stop = true;
   });
   // Hostile frames, each on a connection of its own (an oversize one drops its connection).
-  std::thread hostile([&] {
+  JoiningThread hostile([&] {
     std::string nils = "salt/nils\n\n" + std::string("\x81\xa1n\xdd\x00\x30\x00\x00", 8) + std::string(0x300000, '\xc0');
     std::string deep = "salt/deep\n\n";
     for (int i = 0; i < 5000; ++i) deep += "\x81\xa1k";
@@ -624,9 +638,9 @@ TEST_CASE("hardening: the attacks replayed together for minutes leave the counte
       ++hostile_sent;
       std::this_thread::sleep_for(50ms);
     }
-  });
+  }, stop_all);
   // Another process holding the store's write lock past the busy timeout, now and then.
-  std::thread locker([&] {
+  JoiningThread locker([&] {
     while (!stop) {
       for (int i = 0; i < 200 && !stop; ++i) std::this_thread::sleep_for(100ms);
       if (stop) break;
@@ -637,12 +651,12 @@ TEST_CASE("hardening: the attacks replayed together for minutes leave the counte
       holder.exec("ROLLBACK");
       ++lock_episodes;
     }
-  });
+  }, stop_all);
   // The spool: a FIFO and a symlink named like spool files, and real ones.
   REQUIRE(::mkfifo((spool / "0-fifo.frames").c_str(), 0600) == 0);
   std::ofstream(m.dir() / "not-spool") << "keep me";
   fs::create_symlink(m.dir() / "not-spool", spool / "0-link.frames");
-  std::thread spooler([&] {
+  JoiningThread spooler([&] {
     for (int n = 0; !stop; ++n) {
       std::string file;
       for (int i = 0; i < 10; ++i) {
@@ -655,7 +669,7 @@ TEST_CASE("hardening: the attacks replayed together for minutes leave the counte
       spool_good += 10;
       for (int i = 0; i < 30 && !stop; ++i) std::this_thread::sleep_for(100ms);
     }
-  });
+  }, stop_all);
 
   const auto until = std::chrono::steady_clock::now() + soak;
   while (std::chrono::steady_clock::now() < until) {
@@ -663,23 +677,23 @@ TEST_CASE("hardening: the attacks replayed together for minutes leave the counte
     std::this_thread::sleep_for(1s);
   }
   stop = true;
-  good.join();
-  hostile.join();
-  locker.join();
-  spooler.join();
+  good.Join();
+  hostile.Join();
+  locker.Join();
+  spooler.Join();
   // Every good frame sent and every spooled one is stored, then SIGTERM stops it in time.
   REQUIRE(WaitUntil(
       [&] {
         return Sql(db, "SELECT count(*) FROM salt_events WHERE tag LIKE 'salt/good/%'") ==
                std::to_string(good_sent.load()) + "\n";
       },
-      300s));
+      brine::test::Patience{.progress = [&] { return Counter(db, "received"); }}));
   REQUIRE(WaitUntil(
       [&] {
         return Sql(db, "SELECT count(*) FROM salt_events WHERE tag LIKE 'salt/spooled/%'") ==
                std::to_string(spool_good.load()) + "\n";
       },
-      60s));
+      brine::test::Patience{.progress = [&] { return Counter(db, "received"); }}));
   const auto signalled = std::chrono::steady_clock::now();
   REQUIRE(m.Stop() == 0);
   CHECK(std::chrono::steady_clock::now() - signalled < 20s);

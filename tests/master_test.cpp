@@ -28,6 +28,7 @@
 #include "brine/master/spool.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
+#include "support/joining_thread.h"
 #include "support/master_process.h"
 #include "support/postgres_server.h"
 #include "support/process.h"
@@ -37,6 +38,7 @@ using brine::ParseJson;
 using brine::ToJson;
 using brine::Value;
 using brine::ValueList;
+using brine::test::JoiningThread;
 using brine::test::MasterProcess;
 using brine::test::NewFrame;
 using brine::test::PushFrames;
@@ -779,7 +781,7 @@ TEST_CASE("master: many short-lived senders bursting at once lose nothing", "[ma
   m.Start();
   constexpr int kSenders = 50;
   constexpr int kEach = 2000;
-  std::vector<std::thread> senders;
+  std::vector<JoiningThread> senders;
   for (int s = 0; s < kSenders; ++s) {
     senders.emplace_back([&m, s] {
       std::vector<std::string> frames;
@@ -790,7 +792,7 @@ TEST_CASE("master: many short-lived senders bursting at once lose nothing", "[ma
       PushFrames(m.pull_endpoint(), frames);  // own context and socket, closed on return
     });
   }
-  for (auto& t : senders) t.join();
+  for (auto& t : senders) t.Join();
   REQUIRE(m.Stop() == 0);
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM salt_events") ==
           std::to_string(kSenders * kEach) + "\n");
@@ -1332,9 +1334,9 @@ TEST_CASE("master: a brine-sim fleet through two brine-masters on one PostgreSQL
     if (f.rfind("salt/run/", 0) != 0) minion_frames.push_back(f);
   }
   REQUIRE(minion_frames.size() < frames.size());
-  std::thread to_b([&] { PushFrames(b.pull_endpoint(), minion_frames); });
+  JoiningThread to_b([&] { PushFrames(b.pull_endpoint(), minion_frames); });
   PushFrames(a.pull_endpoint(), frames);
-  to_b.join();
+  to_b.Join();
   PushFrames(sqlite.pull_endpoint(), frames);
   REQUIRE(a.Stop() == 0);
   REQUIRE(b.Stop() == 0);
@@ -1833,7 +1835,8 @@ TEST_CASE("master: the overflow file's frames come back into memory prepared and
   FrameQueue q(64 * 1024, std::make_unique<DiskOverflow>(dir.path(), std::size_t{16} << 20), PrepareTenfold);
   std::atomic<bool> done{false};
   std::vector<Frame> got;
-  std::thread writer([&] {
+  // Closing the queue is what ends the writer, on a failed REQUIRE too.
+  JoiningThread writer([&] {
     std::vector<Frame> chunk;
     std::vector<brine::master::AckRequest> acked;
     while (!q.ClosedAndEmpty()) {
@@ -1843,7 +1846,7 @@ TEST_CASE("master: the overflow file's frames come back into memory prepared and
       if (got.size() % 4096 < 256) std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a slow store
     }
     done = true;
-  });
+  }, [&] { q.Close(); });
   std::size_t refilled = 0;
   std::size_t most_memory = 0;
   for (int i = 0; i < kFrames; ++i) {
@@ -1854,7 +1857,7 @@ TEST_CASE("master: the overflow file's frames come back into memory prepared and
   }
   while (q.overflow_bytes() > 0) refilled += q.Refill();
   q.Close();
-  writer.join();
+  writer.Join();
   REQUIRE(done);
   REQUIRE(got.size() == static_cast<std::size_t>(kFrames));
   RequireInOrder(got, 0, kSize);

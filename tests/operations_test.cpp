@@ -25,6 +25,7 @@
 #include "brine/master/reporter.h"
 #include "brine/runner/cli.h"
 #include "brine/wire/codec.h"
+#include "support/joining_thread.h"
 #include "support/master_process.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -404,19 +405,19 @@ TEST_CASE("operations: brine.backup copies the store while brine-master writes, 
   const std::string conf = m.conf_dir().string();
   std::atomic<bool> stop{false};
   std::atomic<int> sent{0};
-  std::thread writer([&] {
+  brine::test::JoiningThread writer([&] {
     while (!stop) {
       brine::test::PushFrames(m.pull_endpoint(), Events(200));
       sent += 200;
     }
-  });
+  }, [&] { stop = true; });
   std::vector<fs::path> copies = {m.dir() / "backup1.sqlite", m.dir() / "backup2.sqlite"};
   std::vector<CliResult> results;
   (void)WaitUntil([&] { return sent >= 1000; });
   for (const auto& copy : copies) results.push_back(Run({"-c", conf, "brine.backup", copy.string(), "--out", "json"}));
   const int sent_during = sent;
   stop = true;
-  writer.join();
+  writer.Join();
   CHECK(sent_during >= 1000);
   for (std::size_t i = 0; i < copies.size(); ++i) {
     const CliResult& r = results[i];
@@ -461,13 +462,13 @@ TEST_CASE("operations: brine.import_local_cache reads a local_cache tree written
   m.Start();
   const std::string conf = m.conf_dir().string();
   std::atomic<bool> stop{false};
-  std::thread writer([&] {
+  brine::test::JoiningThread writer([&] {
     while (!stop) brine::test::PushFrames(m.pull_endpoint(), Events(50));
-  });
+  }, [&] { stop = true; });
   const CliResult first = Run({"-c", conf, "brine.import_local_cache", "--out", "json"});
   const CliResult second = Run({"-c", conf, "brine.import_local_cache", jobs.string(), "--out", "json"});
   stop = true;
-  writer.join();
+  writer.Join();
   INFO(first.out << first.err);
   REQUIRE(first.code == 0);
   const Value r1 = brine::ParseJson(first.out);

@@ -23,6 +23,7 @@
 
 #include "support/doc_blocks.h"
 #include "support/golden.h"
+#include "support/joining_thread.h"
 #include "support/postgres_server.h"
 #include "support/process.h"
 
@@ -298,17 +299,20 @@ TEST_CASE("postgres: a master's batch naming a job makes another master's write 
   a->SaveLoad(jid, ParseJson(R"({"fun":"test.ping","tgt":"*"})"), std::vector<std::string>{"m1", "m2"});
   std::atomic<bool> b_done{false};
   ReturnOutcome b_outcome;
+  // Outside the batch's scope: a failure unwinds the batch (its rollback
+  // frees the job's lock that `other` waits on) before joining.
+  brine::test::JoiningThread other;
   {
     auto batch = a->BeginBatch();
     REQUIRE(a->Returner(Ret(jid, "m1")).kind == ReturnOutcome::Kind::kStored);
-    std::thread other([&] {
+    other = brine::test::JoiningThread([&] {
       b_outcome = b->Returner(Ret(jid, "m1"));
       b_done = true;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     const bool waited = !b_done;
     batch.Commit();
-    other.join();
+    other.Join();
     REQUIRE(waited);
   }
   REQUIRE(b_outcome.kind == ReturnOutcome::Kind::kRepeat);

@@ -540,15 +540,35 @@ void EightPoppers(const std::vector<fs::path>& confs, const fs::path& dir) {
   REQUIRE(JsonRun(confs[0], {"queue.insert", "work", ToJson(Value(items))}) == true);
   std::vector<std::unique_ptr<brine::test::Child>> children;
   for (int c = 0; c < 8; ++c) {
-    // Each process pops 25 at a time, 10 times: 8 * 10 * 25 = 2000.
+    // Each process pops 25 at a time, 10 times: 8 * 10 * 25 = 2000. The JSON
+    // goes to popped.<c>; stderr and a failing pop's exit code to the log.
     const std::string loop = "for i in 1 2 3 4 5 6 7 8 9 10; do \"$0\" -c \"$1\" --out=json --out-indent=-1 "
-                             "queue.pop work 25 || exit 1; done";
+                             "queue.pop work 25 >>\"$2\" || { s=$?; echo \"pop $i exited $s\" >&2; exit $s; }; done";
     children.push_back(std::make_unique<brine::test::Child>(
         std::vector<std::string>{"/bin/sh", "-c", loop, brine::test::Binary("brine-run").string(),
-                                 confs[static_cast<std::size_t>(c) % confs.size()].string()},
-        dir / ("popped." + std::to_string(c))));
+                                 confs[static_cast<std::size_t>(c) % confs.size()].string(),
+                                 (dir / ("popped." + std::to_string(c))).string()},
+        dir / ("popper." + std::to_string(c) + ".log")));
   }
-  for (auto& child : children) REQUIRE(child->Wait(std::chrono::seconds(120)) == 0);
+  // Bounded by progress (the pops' output), not wall time; a failure prints
+  // each popper's exit status and stderr.
+  const bool exited = brine::test::WaitAll(children, {.progress = [&] {
+    std::int64_t bytes = 0;
+    for (int c = 0; c < 8; ++c) {
+      std::error_code ec;
+      bytes += static_cast<std::int64_t>(fs::file_size(dir / ("popped." + std::to_string(c)), ec));
+    }
+    return bytes;
+  }});
+  {
+    INFO(brine::test::DescribeAll(children));
+    REQUIRE(exited);
+  }
+  for (auto& child : children) {
+    INFO(child->Describe());
+    CHECK(child->exit_code().value_or(-1000) == 0);  // -1000: still running
+  }
+  REQUIRE(std::all_of(children.begin(), children.end(), [](auto& c) { return c->exit_code() == 0; }));
   std::multiset<long long> seen;
   for (int c = 0; c < 8; ++c) {
     std::istringstream in(brine::test::ReadFile(dir / ("popped." + std::to_string(c))));

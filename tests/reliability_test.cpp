@@ -8,6 +8,7 @@
 
 #include <SQLiteCpp/Database.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -27,6 +28,7 @@
 #include "brine/core/json.h"
 #include "brine/core/time.h"
 #include "brine/wire/codec.h"
+#include "support/joining_thread.h"
 #include "support/master_process.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -38,6 +40,7 @@ using brine::Value;
 using brine::ValueList;
 using brine::test::Counter;
 using brine::test::CountersBalance;
+using brine::test::JoiningThread;
 using brine::test::MasterProcess;
 using brine::test::NewFrame;
 using brine::test::WaitUntil;
@@ -244,7 +247,8 @@ void KillNineDuringIngest(const std::string& sync) {
       // stored 20,014 of the 20,160 frames its sender counted.
       std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(300, 1000)(rng)));
       sender.Stop(120000ms);
-      REQUIRE(WaitUntil([&] { return pub.max_seq() + 1 == sender.sent(); }, 120s));
+      REQUIRE(WaitUntil([&] { return pub.max_seq() + 1 == sender.sent(); },
+                        brine::test::Patience{.progress = [&] { return pub.max_seq(); }}));
       REQUIRE(m.Stop() == 0);
       pub.Stop();
       // A stop that ran out of time saved the rest of its overflow file: the
@@ -369,11 +373,13 @@ TEST_CASE(
 
   // Space comes back: no signal, no restart; it resumes and stores everything.
   fs::remove(filler);
-  REQUIRE(WaitUntil([&] { return Counter(db, "received") == probes + kFrames; }, 120s));
+  REQUIRE(WaitUntil([&] { return Counter(db, "received") == probes + kFrames; },
+                    brine::test::Patience{.progress = [&] { return Counter(db, "received"); }}));
   // Every frame was republished too. The subscriber counts on its own thread,
   // so the last ones may still be on their way when the commit is seen (the
   // reader publishes each frame before the writer commits it).
-  REQUIRE(WaitUntil([&] { return pub.count() >= kFrames; }, 10s));
+  REQUIRE(WaitUntil([&] { return pub.count() >= kFrames; },
+                    brine::test::Patience{.progress = [&] { return pub.count(); }, .stall = 10s}));
   REQUIRE(pub.count() == kFrames);
   const StreamRun s = StoredRun(db, "fill/");
   REQUIRE(s.count == kFrames);
@@ -560,13 +566,15 @@ JobTraffic MakeJobs(int jobs, brine::Micros start) {
 }
 
 // Pushes `frames` at full speed and waits until the counters show the last
-// one committed.
+// one committed, for as long as the counter keeps moving (a loaded machine
+// under ASan is slow, not stuck).
 void IngestAll(const MasterProcess& m, const std::vector<std::string>& frames) {
   const std::int64_t before = Counter(m.database(), "received");
-  std::thread push([&] { PushFrames(m.pull_endpoint(), frames); });
-  const bool done = WaitUntil(
-      [&] { return Counter(m.database(), "received") >= before + static_cast<std::int64_t>(frames.size()); }, 300s);
-  push.join();
+  JoiningThread push([&] { PushFrames(m.pull_endpoint(), frames); });
+  const auto received = [&] { return Counter(m.database(), "received"); };
+  const bool done = WaitUntil([&] { return received() >= before + static_cast<std::int64_t>(frames.size()); },
+                              brine::test::Patience{.progress = received});
+  push.Join();
   REQUIRE(done);
 }
 
@@ -575,7 +583,13 @@ struct QueryLoops {
   std::atomic<int> queries{0};
   std::mutex mu;
   std::vector<std::string> failures;
-  std::vector<std::thread> threads;
+  std::vector<JoiningThread> threads;
+
+  // A failed REQUIRE between Start and Stop: stop, and join without throwing.
+  ~QueryLoops() {
+    stop = true;
+    threads.clear();
+  }
 
   void Start(const fs::path& conf, const std::string& jid, int n) {
     for (int t = 0; t < n; ++t) {
@@ -601,7 +615,7 @@ struct QueryLoops {
   }
   void Stop() {
     stop = true;
-    for (auto& t : threads) t.join();
+    for (auto& t : threads) t.Join();
     threads.clear();
   }
 };
@@ -640,22 +654,50 @@ TEST_CASE("reliability: 8 processes popping one queue while the master ingests a
   for (int i = 0; i < 2000; ++i) items.emplace_back(i);
   const auto insert = brine::test::Run({brine::test::Binary("brine-run").string(), "-c", m.conf_dir().string(),
                                         "queue.insert", "work", ToJson(Value(items))});
-  INFO(insert.err);
-  REQUIRE(insert.exit_code == 0);
+  {
+    INFO(brine::test::Describe(insert));
+    REQUIRE(insert.exit_code == 0);
+  }
 
   const JobTraffic load = MakeJobs(20000, brine::SystemClock().Now() - std::chrono::hours(1));
-  std::thread push([&] { PushFrames(m.pull_endpoint(), load.frames); });
+  // Declared after m and joined first: a failed REQUIRE below unwinds, joins
+  // the push and then stops the master, instead of std::terminate (SIGABRT)
+  // leaving the master running.
+  JoiningThread push([&] { PushFrames(m.pull_endpoint(), load.frames); });
   std::vector<std::unique_ptr<brine::test::Child>> children;
   for (int c = 0; c < 8; ++c) {
+    // Each pop's JSON goes to popped.<c>; its stderr and the first failing
+    // pop's exit code to the child's log, which a failure prints.
     const std::string loop =
-        "for i in 1 2 3 4 5 6 7 8 9 10; do \"$0\" -c \"$1\" --out=json --out-indent=-1 queue.pop work 25 || exit 1; done";
+        "for i in 1 2 3 4 5 6 7 8 9 10; do \"$0\" -c \"$1\" --out=json --out-indent=-1 queue.pop work 25 >>\"$2\" "
+        "|| { s=$?; echo \"pop $i exited $s\" >&2; exit $s; }; done";
     children.push_back(std::make_unique<brine::test::Child>(
         std::vector<std::string>{"/bin/sh", "-c", loop, brine::test::Binary("brine-run").string(),
-                                 m.conf_dir().string()},
-        m.dir() / ("popped." + std::to_string(c))));
+                                 m.conf_dir().string(), (m.dir() / ("popped." + std::to_string(c))).string()},
+        m.dir() / ("popper." + std::to_string(c) + ".log")));
   }
-  for (auto& child : children) REQUIRE(child->Wait(120s) == 0);
-  push.join();
+  // Bounded by progress, not wall time (a loaded 2-core machine under ASan is
+  // slow, not stuck): the pops' output, their exits and the master's counter
+  // must move at least once a minute.
+  const auto received = [&] { return Counter(m.database(), "received"); };
+  const bool exited = brine::test::WaitAll(children, {.progress = [&] {
+    std::int64_t popped = received();
+    for (int c = 0; c < 8; ++c) {
+      std::error_code ec;
+      popped += static_cast<std::int64_t>(fs::file_size(m.dir() / ("popped." + std::to_string(c)), ec));
+    }
+    return popped;
+  }});
+  {
+    INFO(brine::test::DescribeAll(children));
+    REQUIRE(exited);
+  }
+  for (auto& child : children) {
+    INFO(child->Describe());
+    CHECK(child->exit_code().value_or(-1000) == 0);  // -1000: still running
+  }
+  push.Join();
+  REQUIRE(std::all_of(children.begin(), children.end(), [](auto& c) { return c->exit_code() == 0; }));
   std::multiset<long long> seen;
   for (int c = 0; c < 8; ++c) {
     std::istringstream in(brine::test::ReadFile(m.dir() / ("popped." + std::to_string(c))));
@@ -666,7 +708,8 @@ TEST_CASE("reliability: 8 processes popping one queue while the master ingests a
   }
   REQUIRE(seen.size() == 2000);
   REQUIRE(std::set<long long>(seen.begin(), seen.end()).size() == 2000);
-  REQUIRE(WaitUntil([&] { return Counter(m.database(), "received") == static_cast<std::int64_t>(load.frames.size()); }, 120s));
+  REQUIRE(WaitUntil([&] { return received() == static_cast<std::int64_t>(load.frames.size()); },
+                    brine::test::Patience{.progress = received}));
   REQUIRE(m.Stop() == 0);
 }
 

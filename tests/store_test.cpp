@@ -16,6 +16,7 @@
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "support/golden.h"
+#include "support/joining_thread.h"
 #include "support/master_process.h"
 #include "support/postgres_server.h"
 #include "support/temp_dir.h"
@@ -878,7 +879,7 @@ TEST_CASE("store: a reader sees committed batches while a writer is mid-batch, n
   std::atomic<bool> done{false};
   std::atomic<int> reader_errors{0};
   std::atomic<int> stale{0};
-  std::thread reader([&] {
+  brine::test::JoiningThread reader([&] {
     auto r = OpenStore(f.path, {.access = OpenOptions::Access::kReadOnly});
     while (!done) {
       try {
@@ -889,7 +890,7 @@ TEST_CASE("store: a reader sees committed batches while a writer is mid-batch, n
         ++reader_errors;
       }
     }
-  });
+  }, [&] { done = true; });
   for (int b = 0; b < 30; ++b) {
     auto batch = w->BeginBatch();
     for (int i = 0; i < 50; ++i) {
@@ -902,7 +903,7 @@ TEST_CASE("store: a reader sees committed batches while a writer is mid-batch, n
     committed = (b + 1) * 50;
   }
   done = true;
-  reader.join();
+  reader.Join();
   REQUIRE(reader_errors == 0);
   REQUIRE(stale == 0);
   REQUIRE(w->GetJids({}).size() == 1500);

@@ -5,12 +5,17 @@
 // item named `name` empties the queue. Here every write is one BEGIN
 // IMMEDIATE transaction that selects the head of the queue by id and deletes
 // exactly those rows, and names and items are only ever bound parameters.
+//
+// A queue write waits for brine-master's write lock with a busy handler of
+// its own (PollWriteLock below), not SQLite's default one.
 #include <sqlite3.h>
+#include <time.h>
 
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
 #include <algorithm>
+#include <chrono>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -29,6 +34,33 @@ using detail::ItemTexts;
 using detail::Op;
 using detail::RethrowAsStoreError;
 
+// How long a lock wait has lasted, for PollWriteLock.
+struct LockWait {
+  std::chrono::milliseconds timeout{0};
+  std::chrono::steady_clock::time_point since;
+};
+
+// The busy handler of a queue connection: tries again every millisecond
+// until `timeout` (the OpenOptions' busy_timeout) has passed.
+//
+// SQLite's default handler sleeps 100 ms between tries once it has waited a
+// third of a second. brine-master ingesting at full speed holds the write
+// lock from one batch's BEGIN IMMEDIATE to its COMMIT and takes it again as
+// soon as the next frame is there, so it is free only for the moments between
+// batches. Tries 100 ms apart almost never fell into one: `brine-run
+// queue.pop` failed with "database is locked" after the whole busy_timeout
+// while the master ingested (issue 25, item 16). A try a millisecond gets
+// the lock at the master's next pause of a millisecond or more.
+int PollWriteLock(void* arg, int tries) noexcept {
+  auto* wait = static_cast<LockWait*>(arg);
+  const auto now = std::chrono::steady_clock::now();
+  if (tries == 0) wait->since = now;
+  if (now - wait->since >= wait->timeout) return 0;  // SQLITE_BUSY to the caller
+  timespec one_ms{.tv_sec = 0, .tv_nsec = 1'000'000};
+  nanosleep(&one_ms, nullptr);  // not sqlite3_sleep: without usleep, SQLite rounds that up to a second
+  return 1;
+}
+
 class SqliteQueues final : public detail::TransactionalQueues {
  public:
   SqliteQueues(const std::filesystem::path& path, const OpenOptions& options) {
@@ -36,6 +68,8 @@ class SqliteQueues final : public detail::TransactionalQueues {
       throw StoreError("cannot open the queues of " + path.string() + " read-only: queue calls record queue names");
     }
     db_ = detail::OpenConnection(path, options);
+    lock_wait_.timeout = options.busy_timeout;
+    sqlite3_busy_handler(db_->getHandle(), &PollWriteLock, &lock_wait_);
   }
 
   ~SqliteQueues() override { CloseOpenPop(); }
@@ -220,6 +254,7 @@ class SqliteQueues final : public detail::TransactionalQueues {
     return out;
   }
 
+  LockWait lock_wait_;  // before db_: the busy handler's state outlives the connection
   std::unique_ptr<SQLite::Database> db_;
   detail::StatementCache statements_;  // after db_: destroyed first
 };

@@ -90,6 +90,25 @@ bool WaitUntil(const std::function<bool()>& done, std::chrono::milliseconds time
   return true;
 }
 
+bool WaitUntil(const std::function<bool()>& done, const Patience& patience) {
+  const auto start = std::chrono::steady_clock::now();
+  auto last_change = start;
+  std::int64_t last = patience.progress ? patience.progress() : 0;
+  while (!done()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start > patience.limit) return false;
+    const std::int64_t seen = patience.progress ? patience.progress() : 0;
+    if (seen != last) {
+      last = seen;
+      last_change = now;
+    } else if (now - last_change > patience.stall) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 void PushFrames(const std::string& endpoint, const std::vector<std::string>& frames) {
   zmq::context_t ctx(1);
   zmq::socket_t push(ctx, zmq::socket_type::push);

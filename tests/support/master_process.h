@@ -79,6 +79,11 @@ struct TcpBusPorts {
 [[nodiscard]] bool WaitUntil(const std::function<bool()>& done,
                              std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// Polls `done` every 20 ms until it holds; false when `patience.progress`
+// stands still for `patience.stall` (or `patience.limit` passes) first. For
+// work whose speed depends on the machine's load or a sanitizer build.
+[[nodiscard]] bool WaitUntil(const std::function<bool()>& done, const Patience& patience);
+
 // When `m`'s last stop saved what it could not commit of its overflow file
 // (brine-overflow.saved beside the store, the default brine.overflow_dir),
 // starts it again, waits until the frames it took from that file are
