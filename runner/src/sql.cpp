@@ -1,0 +1,109 @@
+// brine.sql, brine.sql_file and brine.sql_views: ad-hoc read-only SQL on the
+// store through store/'s SqlEngine (brine/store/sql.h says what keeps it
+// read-only and time-bounded; docs/day-two.md, "brine.sql").
+#include <cmath>
+#include <fstream>
+#include <iterator>
+
+#include "brine/output/rows.h"
+#include "brine/store/sql.h"
+#include "functions.h"
+
+namespace brine::runner {
+namespace {
+
+constexpr std::int64_t kDefaultLimit = 10000;
+
+std::string Database(const Context& ctx) {
+  // brine.read_database (a replica) when set, as every read of brine-run.
+  return ctx.config().brine.read_database.value_or(ctx.config().brine.database).string();
+}
+
+store::SqlOptions Options(const Args& a, store::SqlOptions::Statements statements) {
+  const Value& t = a["timeout"];
+  if (!t.is_number() || t.is_bool()) throw UsageError("timeout must be a number of seconds, got " + ToJsonForMessage(t));
+  const double seconds = t.is_float() ? t.as_float() : static_cast<double>(t.as_int());
+  if (!(seconds > 0) || seconds > 86400) throw UsageError("timeout must be more than 0 and at most 86400 seconds");
+  const std::int64_t limit = IntArg(a["limit"], "limit");
+  if (limit < 1) throw UsageError("limit must be at least 1, got " + std::to_string(limit));
+  return {.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000))),
+          .row_limit = limit,
+          .statements = statements};
+}
+
+// Prints one statement's rows in the form the command line asks for.
+void PrintResult(Context& ctx, const store::SqlResult& r, std::int64_t limit, bool first) {
+  const std::string& out = ctx.outputter_option();
+  if (out == "csv") {
+    ctx.PrintText(std::string(first ? "" : "\r\n") + output::CsvTable(r.columns, r.rows));
+  } else if (out.empty() && ctx.terminal()) {
+    ctx.PrintText(std::string(first ? "" : "\n") + output::AlignedTable(r.columns, r.rows));
+  } else {
+    ctx.Print(output::RowObjects(r.columns, r.rows));
+  }
+  if (r.truncated) {
+    ctx.Notice("showed the first " + std::to_string(r.rows.size()) + " rows; there were more (limit=" +
+               std::to_string(limit) + ")");
+  }
+}
+
+void Run(Context& ctx, const std::string& text, const Args& a, store::SqlOptions::Statements statements,
+         const std::string& where) {
+  const store::SqlOptions options = Options(a, statements);
+  const ValueMap& params = a["**params"].as_map();
+  const std::string database = Database(ctx);
+  ctx.Debug("brine.sql on " + database + ": timeout " + std::to_string(options.timeout.count()) + " ms, limit " +
+            std::to_string(options.row_limit));
+  bool first = true;
+  try {
+    const auto engine = store::OpenSqlEngine(database);
+    engine->Run(text, params, options, [&](store::SqlResult&& r) {
+      PrintResult(ctx, r, options.row_limit, first);
+      first = false;
+    });
+  } catch (const store::SqlTimeoutError& e) {
+    throw RuntimeFailure(where + std::string(e.what()) + " (timeout=S gives it more)");
+  } catch (const store::SqlError& e) {
+    throw RuntimeFailure(where + e.what());
+  } catch (const store::StoreError& e) {
+    throw RuntimeFailure(e.what());
+  }
+  ctx.SuppressResult();
+}
+
+}  // namespace
+
+void AddSqlFunctions(std::vector<FunctionSpec>& out) {
+  const Value limit(static_cast<long long>(kDefaultLimit));
+  out.push_back({"brine.sql",
+                 {{"query", std::nullopt}, {"timeout", Value(30)}, {"limit", limit}, {"**params", std::nullopt}},
+                 [](Context& ctx, const Args& a) -> Value {
+                   Run(ctx, StringArg(a["query"], "query"), a, store::SqlOptions::Statements::kOne, "");
+                   return Value();
+                 }});
+  out.push_back({"brine.sql_file",
+                 {{"path", std::nullopt}, {"timeout", Value(30)}, {"limit", limit}, {"**params", std::nullopt}},
+                 [](Context& ctx, const Args& a) -> Value {
+                   const std::string path = StringArg(a["path"], "path");
+                   std::ifstream f(path, std::ios::binary);
+                   if (!f) throw RuntimeFailure("cannot read " + path);
+                   const std::string text{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+                   if (f.bad()) throw RuntimeFailure("cannot read " + path);
+                   Run(ctx, text, a, store::SqlOptions::Statements::kMany, path + ": ");
+                   return Value();
+                 }});
+  out.push_back({"brine.sql_views", {}, [](Context& ctx, const Args&) -> Value {
+                   try {
+                     Value views = Value::EmptyMap();
+                     for (const store::SqlView& v : store::OpenSqlEngine(Database(ctx))->Views()) {
+                       ValueList columns(v.columns.begin(), v.columns.end());
+                       views.Set(v.name, Value(std::move(columns)));
+                     }
+                     return views;
+                   } catch (const store::StoreError& e) {
+                     throw RuntimeFailure(e.what());
+                   }
+                 }});
+}
+
+}  // namespace brine::runner
