@@ -24,11 +24,13 @@ const std::vector<std::string>& DocumentedViews() {
 
 const std::vector<std::string>& SqlReadOnlyPragmas() {
   // PRAGMAs that only read. Those taking a value to set (user_version,
-  // journal_mode, ...) are allowed only without one (sql_sqlite.cpp).
+  // page_size, ...) are allowed only without one (sql_sqlite.cpp).
+  // journal_mode is not here: even its reading form is a writing statement
+  // to SQLite (sqlite3_stmt_readonly is false).
   static const std::vector<std::string> kPragmas = {
       "application_id", "collation_list", "compile_options", "data_version",  "database_list",
       "encoding",       "foreign_key_check", "foreign_key_list", "freelist_count", "function_list",
-      "index_info",     "index_list",     "index_xinfo",     "integrity_check", "journal_mode",
+      "index_info",     "index_list",     "index_xinfo",     "integrity_check",
       "module_list",    "page_count",     "page_size",       "pragma_list",   "quick_check",
       "schema_version", "table_info",     "table_list",      "table_xinfo",   "user_version"};
   return kPragmas;

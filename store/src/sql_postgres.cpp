@@ -187,6 +187,7 @@ class PostgresSqlEngine final : public SqlEngine {
                           const ScriptStatement& statement, const ValueMap& params, std::int64_t row_limit) {
     const TranslatedStatement t = TranslateNamedParameters(statement.text);
     std::vector<std::optional<std::string>> values;
+    std::vector<Oid> types;
     for (const std::string& name : t.names) {
       const Value* value = nullptr;
       for (const auto& [key, v] : params) {
@@ -198,30 +199,33 @@ class PostgresSqlEngine final : public SqlEngine {
         throw SqlError("parameter :" + name + " has no value (give " + name + "=VALUE)", line, column);
       }
       values.push_back(SqlParamText(*value));
+      // Numbers and booleans go typed (int8, float8, bool), so `:a + :b`
+      // resolves; text goes untyped and takes the type its place asks for.
+      types.push_back(value->is_bool() ? 16 : value->kind() == Value::Kind::kInt ? 20 : value->is_float() ? 701 : 0);
     }
     std::vector<const char*> pointers;
     for (const auto& v : values) pointers.push_back(v ? v->c_str() : nullptr);
     pg_conn* pq = conn.handle();
     // A query runs first, so the text cannot SET TRANSACTION READ WRITE.
     (void)conn.Exec("BEGIN TRANSACTION READ ONLY; SELECT 1");
-    if (Libpq().PQsendQueryParams(pq, t.text.c_str(), static_cast<int>(pointers.size()), nullptr, pointers.data(),
+    if (Libpq().PQsendQueryParams(pq, t.text.c_str(), static_cast<int>(pointers.size()), types.data(), pointers.data(),
                                   nullptr, nullptr, 0) == 0 ||
         Libpq().PQsetSingleRowMode(pq) == 0) {
       throw PgError(std::string("PostgreSQL: ") + Libpq().PQerrorMessage(pq), "", true);
     }
     SqlResult result;
     result.statement = std::string(statement.text);
-    std::vector<Oid> types;
+    std::vector<Oid> field_types;
     std::optional<SqlError> failed;
     bool cancelled_for_limit = false;
     while (PGresult* r = Libpq().PQgetResult(pq)) {
       const ExecStatusType st = Libpq().PQresultStatus(r);
       if (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK) {
-        if (types.empty() && result.columns.empty()) {
+        if (field_types.empty() && result.columns.empty()) {
           const int fields = Libpq().PQnfields(r);
           for (int f = 0; f < fields; ++f) {
             result.columns.emplace_back(Libpq().PQfname(r, f));
-            types.push_back(Libpq().PQftype(r, f));
+            field_types.push_back(Libpq().PQftype(r, f));
           }
         }
         for (int row = 0; row < Libpq().PQntuples(r) && !cancelled_for_limit; ++row) {
@@ -232,8 +236,8 @@ class PostgresSqlEngine final : public SqlEngine {
             break;
           }
           std::vector<Value> values_row;
-          for (int f = 0; f < static_cast<int>(types.size()); ++f) {
-            values_row.push_back(FieldValue(r, row, f, types[static_cast<std::size_t>(f)]));
+          for (int f = 0; f < static_cast<int>(field_types.size()); ++f) {
+            values_row.push_back(FieldValue(r, row, f, field_types[static_cast<std::size_t>(f)]));
           }
           result.rows.push_back(std::move(values_row));
         }

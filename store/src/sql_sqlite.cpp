@@ -73,16 +73,20 @@ bool PragmaArgumentReads(const char* name) {
   return false;
 }
 
-// The authorizer: reading is allowed, and nothing else (sql.h).
-int Authorize(void*, int action, const char* a, const char* b, const char*, const char*) {
+// The authorizer: reading is allowed, and nothing else (sql.h). `flag`
+// points to a bool set when the statement being prepared is a BEGIN,
+// COMMIT, ROLLBACK, SAVEPOINT or RELEASE, which Run skips: each statement
+// already runs in a read transaction of its own.
+int Authorize(void* flag, int action, const char* a, const char* b, const char*, const char*) {
   switch (action) {
     case SQLITE_SELECT:
     case SQLITE_READ:
     case SQLITE_FUNCTION:
     case SQLITE_RECURSIVE:
-    // Harmless: each statement's transaction is rolled back after it.
+      return SQLITE_OK;
     case SQLITE_TRANSACTION:
     case SQLITE_SAVEPOINT:
+      *static_cast<bool*>(flag) = true;
       return SQLITE_OK;
     case SQLITE_PRAGMA:
       if (IsReadOnlyPragma(a) && (b == nullptr || PragmaArgumentReads(a))) return SQLITE_OK;
@@ -110,7 +114,7 @@ class Connection {
     Exec("PRAGMA query_only = ON");
     // A WAL reader waits for a lock only while a checkpoint resets the WAL index.
     sqlite3_busy_timeout(db_, 5000);
-    sqlite3_set_authorizer(db_, Authorize, nullptr);
+    sqlite3_set_authorizer(db_, Authorize, &transaction_control_);
   }
   ~Connection() { sqlite3_close_v2(db_); }
   Connection(const Connection&) = delete;
@@ -125,9 +129,12 @@ class Connection {
     }
   }
   sqlite3* get() const { return db_; }
+  // Whether the last statement prepared is transaction control (Authorize).
+  bool& transaction_control() { return transaction_control_; }
 
  private:
   sqlite3* db_ = nullptr;
+  bool transaction_control_ = false;
 };
 
 // Owns a prepared statement.
@@ -162,8 +169,8 @@ class SqliteSqlEngine final : public SqlEngine {
         const auto [line, column] = LineAndColumn(text, start + static_cast<std::size_t>(offset));
         throw SqlError(message, line, column);
       }
-      const auto [line, column] = LineAndColumn(text, start);
       // No position inside the statement: name where the statement starts.
+      const auto [line, column] = LineAndColumn(text, start + LeadingBlanks(text.substr(start)));
       if (message.empty()) message = sqlite3_errmsg(db);
       throw SqlError(message, line, column);
     };
@@ -173,6 +180,7 @@ class SqliteSqlEngine final : public SqlEngine {
       Statement st;
       const char* begin = text.data() + at;
       const char* tail = nullptr;
+      conn.transaction_control() = false;
       const int rc = sqlite3_prepare_v3(db, begin, static_cast<int>(text.size() - at), 0, &st.stmt, &tail);
       if (rc != SQLITE_OK) {
         std::string message = sqlite3_errmsg(db);
@@ -207,9 +215,14 @@ class SqliteSqlEngine final : public SqlEngine {
           rest = static_cast<std::size_t>(next_tail - text.data());
         }
       }
-      Bind(st.stmt, params, text, start);
       SqlResult result;
       result.statement = std::string(TrimSql(std::string_view(begin, static_cast<std::size_t>(tail - begin))));
+      if (conn.transaction_control()) {
+        // BEGIN, COMMIT, SAVEPOINT...: nothing to do, no rows.
+        each(std::move(result));
+        continue;
+      }
+      Bind(st.stmt, params, text, start);
       const int columns = sqlite3_column_count(st.stmt);
       for (int c = 0; c < columns; ++c) {
         const char* name = sqlite3_column_name(st.stmt, c);
@@ -290,7 +303,10 @@ class SqliteSqlEngine final : public SqlEngine {
     const int n = sqlite3_bind_parameter_count(stmt);
     for (int i = 1; i <= n; ++i) {
       const char* raw = sqlite3_bind_parameter_name(stmt, i);
-      const auto [line, column] = LineAndColumn(text, start);
+      // Where the parameter is written (for the message only).
+      const std::size_t at = raw != nullptr ? text.find(raw, start) : std::string_view::npos;
+      const auto [line, column] =
+          LineAndColumn(text, at != std::string_view::npos ? at : start + LeadingBlanks(text.substr(start)));
       if (raw == nullptr || raw[0] == '?') {
         throw SqlError("positional parameters (?) are not supported: name them, :name, and give name=VALUE", line,
                        column);

@@ -11,7 +11,7 @@
 //     virtual table, and every PRAGMA but the read-only ones of
 //     `SqlReadOnlyPragmas()` (table_info, index_list, database_list, ...),
 //     which are allowed only in their reading form (a value-taking PRAGMA
-//     such as `user_version` or `journal_mode` only without a value);
+//     such as `user_version` or `page_size` only without a value);
 //   - the time budget and cancellation are SQLite's progress handler;
 //   - a statement is reset and finalized before the next one, and a
 //     transaction a `BEGIN` opened is rolled back, so no WAL snapshot
