@@ -385,7 +385,7 @@ TEST_CASE("sql: several threads query one engine at once", "[sql]") {
         for (int i = 0; i < 10; ++i) {
           try {
             std::vector<SqlResult> got;
-            engine->Run("SELECT :t + :i AS s, count(*) AS n FROM queue", {{"t", t}, {"i", i}}, {},
+            engine->Run("SELECT CAST(:t AS integer) + CAST(:i AS integer) AS s, count(*) AS n FROM queue", {{"t", t}, {"i", i}}, {},
                         [&](SqlResult&& r) { got.push_back(std::move(r)); });
             const bool ok = got.size() == 1 && got[0].rows.size() == 1 && got[0].rows[0][0] == Value(t + i) &&
                             got[0].rows[0][1] == Value(2);

@@ -199,9 +199,10 @@ class PostgresSqlEngine final : public SqlEngine {
         throw SqlError("parameter :" + name + " has no value (give " + name + "=VALUE)", line, column);
       }
       values.push_back(SqlParamText(*value));
-      // Numbers and booleans go typed (int8, float8, bool), so `:a + :b`
-      // resolves; text goes untyped and takes the type its place asks for.
-      types.push_back(value->is_bool() ? 16 : value->kind() == Value::Kind::kInt ? 20 : value->is_float() ? 701 : 0);
+      // Untyped, as text: the server gives each the type its place asks for
+      // (`jid > :since` compares text even when since=20240101 is a number
+      // on the command line); `:a + :b` needs a cast, `:a::int + :b::int`.
+      types.push_back(0);
     }
     std::vector<const char*> pointers;
     for (const auto& v : values) pointers.push_back(v ? v->c_str() : nullptr);
