@@ -162,6 +162,12 @@ TEST_CASE("sql: INSERT, UPDATE, DELETE, CREATE and DROP are refused by the datab
       CHECK(o.message.find("read-only") != std::string::npos);
     }
     if (db.pg()) {
+      for (const std::string copy : {"COPY queue TO STDOUT", "COPY queue FROM STDIN"}) {
+        const Outcome o = Run(db, copy, {}, {.timeout = std::chrono::seconds(10)});
+        INFO(copy << " -> " << o.failure << ": " << o.message);
+        CHECK(o.failure == "sql");
+        CHECK(o.seconds < 5);
+      }
       // A data-modifying CTE inside a SELECT.
       const Outcome o = Run(db, "WITH d AS (DELETE FROM queue RETURNING id) SELECT count(*) FROM d");
       INFO(o.message);

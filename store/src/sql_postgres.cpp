@@ -221,6 +221,13 @@ class PostgresSqlEngine final : public SqlEngine {
     bool cancelled_for_limit = false;
     while (PGresult* r = Libpq().PQgetResult(pq)) {
       const ExecStatusType st = Libpq().PQresultStatus(r);
+      if (st == PGRES_COPY_OUT || st == PGRES_COPY_IN || st == PGRES_COPY_BOTH) {
+        // libpq would wait for copy data for ever; the connection, in the
+        // middle of a copy, is dropped with the engine's call.
+        Libpq().PQclear(r);
+        const auto [line, column] = LineAndColumn(whole, statement.offset);
+        throw SqlError("COPY is not supported by brine.sql (SELECT the rows; --out csv writes CSV)", line, column);
+      }
       if (st == PGRES_SINGLE_TUPLE || st == PGRES_TUPLES_OK) {
         if (field_types.empty() && result.columns.empty()) {
           const int fields = Libpq().PQnfields(r);
