@@ -12,6 +12,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "brine/args/arguments.h"
 #include "brine/core/json.h"
 #include "brine/output/rows.h"
@@ -550,4 +552,31 @@ TEST_CASE("sql: brine.sql runs on PostgreSQL through the command line, on brine.
   const CliResult error = Cli(conf, {"brine.sql", "SELECT id,\n  nocol FROM queue"});
   CHECK(error.code == 1);
   CHECK(error.err == "brine-run: line 2, column 3: column \"nocol\" does not exist\n");
+}
+
+TEST_CASE("sql: an account that can only read the store and its folder still queries it", "[sql][sqlite][e2e]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root to run brine-run as nobody");
+    return;
+  }
+  TempDir dir;
+  const Db db = MakeDb("sqlite", dir);
+  const fs::path conf = Conf(dir, db);
+  {
+    SQLite::Database checkpoint(db.database, SQLite::OPEN_READWRITE);
+    checkpoint.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  fs::remove(db.database + "-wal");
+  fs::remove(db.database + "-shm");
+  for (const fs::path& p : {dir.path(), conf}) fs::permissions(p, fs::perms(0755));
+  for (const fs::path& p : {fs::path(db.database), conf / "master"}) fs::permissions(p, fs::perms(0644));
+  const std::string command = "su nobody -s /bin/sh -c '" + std::string(BRINE_BIN_DIR) + "/brine-run -c " +
+                              conf.string() + " --out csv brine.sql \"SELECT name FROM queue ORDER BY id\"' 2>&1";
+  std::string output;
+  if (FILE* p = ::popen(command.c_str(), "r")) {
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, p) != nullptr) output += buf;
+    ::pclose(p);
+  }
+  CHECK(output == "name\r\nfirst\r\nsecond\r\n");
 }

@@ -102,13 +102,13 @@ class Connection {
  public:
   explicit Connection(const std::string& path) {
     if (!std::filesystem::exists(path)) throw StoreError("no brine store at " + path);
-    const int rc = sqlite3_open_v2(ReadOnlyUri(path).c_str(), &db_,
-                                   SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, nullptr);
-    if (rc != SQLITE_OK) {
-      const std::string message = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
-      sqlite3_close_v2(db_);
-      db_ = nullptr;
-      throw StoreError("opening " + path + ": " + message);
+    std::string message;
+    if (!Open(ReadOnlyUri(path), message)) {
+      // A WAL store with no -shm in a folder this user cannot write (brine-master
+      // is not running on it, or it would exist): read it as immutable, as the
+      // store's read-only open does (connection.cpp).
+      std::string ignored;
+      if (!Open(ReadOnlyUri(path) + "&immutable=1", ignored)) throw StoreError("opening " + path + ": " + message);
     }
     sqlite3_extended_result_codes(db_, 1);
     Exec("PRAGMA query_only = ON");
@@ -119,6 +119,22 @@ class Connection {
   ~Connection() { sqlite3_close_v2(db_); }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
+
+  // Opens `uri` and reads the schema; false (with the message) when either fails.
+  bool Open(const std::string& uri, std::string& message) {
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    const int rc = sqlite3_open_v2(uri.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                                   nullptr);
+    if (rc == SQLITE_OK &&
+        sqlite3_exec(db_, "SELECT count(*) FROM sqlite_schema", nullptr, nullptr, nullptr) == SQLITE_OK) {
+      return true;
+    }
+    message = db_ != nullptr ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    return false;
+  }
 
   void Exec(const char* sql) {
     char* error = nullptr;
