@@ -335,6 +335,15 @@ TEST_CASE("sql: an error carries the database's message and its line and column"
     CHECK(script.results.size() == 1);
     CHECK(script.line == 4);
     CHECK(script.column == 6);
+    // Semicolons inside quotes, comments and dollar quotes do not split a script.
+    const std::string quoted = db.pg() ? "SELECT $$a;b$$ AS x" : "SELECT 'a;b' AS x";
+    const Outcome split =
+        Run(db, quoted + "; SELECT 'c;d' AS \"y;\" -- e;f\n; SELECT /* g; */ 1 AS z;\n-- only a comment;\n", {}, Many());
+    INFO(split.message);
+    REQUIRE(split.results.size() == 3);
+    CHECK(split.results[0].rows[0][0] == Value("a;b"));
+    CHECK(split.results[1].columns[0] == "y;");
+    CHECK(split.results[2].rows[0][0] == Value(1));
     const Outcome two = Run(db, "SELECT 1; SELECT 2");
     CHECK(two.failure == "sql");
     CHECK(two.results.empty());
@@ -519,6 +528,9 @@ TEST_CASE("sql: brine.sql's forms match their golden files", "[sql][golden][runn
   CHECK(write.code == 1);
   const CliResult missing = Cli(conf, {"brine.sql", "SELECT :jid AS j"});
   CHECK(missing.code == 1);
+  const CliResult option = Cli(conf, {"brine.sql", kForever, "--timeout", "0.2", "--limit=3"});
+  CHECK(option.code == 1);
+  CHECK(option.err.find("budget of 200 ms") != std::string::npos);
   const CliResult bound = Cli(conf, {"--out", "json", "--out-indent", "-1", "brine.sql", "SELECT :jid AS j, :who AS w",
                                      "jid=20240101120000123456", "who=it's"});
   CHECK(bound.code == 0);

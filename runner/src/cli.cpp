@@ -164,6 +164,9 @@ Options ParseOptions(int argc, char** argv) {
     } else if (name == "-l" || name == "--log-level") {
       const std::string level = ParseLogLevelOption(name, arg(name));
       o.debug = level == "all" || level == "garbage" || level == "trace" || level == "debug";
+    } else if (name == "--timeout" && !o.words.empty() && IsBrineKeywordOption(o.words[0], name)) {
+      // brine.sql's own time budget, not salt-run's -t (which brine ignores).
+      o.words.push_back("timeout=" + arg(name));
     } else if (name == "-t" || name == "--timeout") {
       CheckTimeout(name, arg(name));
     } else if (name == "--hard-crash") {

@@ -34,7 +34,10 @@ store::SqlOptions Options(const Args& a, store::SqlOptions::Statements statement
 // Prints one statement's rows in the form the command line asks for.
 void PrintResult(Context& ctx, const store::SqlResult& r, std::int64_t limit, bool first) {
   const std::string& out = ctx.outputter_option();
-  if (out == "csv") {
+  const bool text = out == "csv" || (out.empty() && ctx.terminal());
+  if (text && r.columns.empty()) {
+    // BEGIN, COMMIT, SET...: no columns, nothing to show as a table.
+  } else if (out == "csv") {
     ctx.PrintText(std::string(first ? "" : "\r\n") + output::CsvTable(r.columns, r.rows));
   } else if (out.empty() && ctx.terminal()) {
     ctx.PrintText(std::string(first ? "" : "\n") + output::AlignedTable(r.columns, r.rows));
