@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include <csignal>
 #include <unistd.h>
 
 #include "brine/args/arguments.h"
@@ -23,6 +24,7 @@
 #include "support/golden.h"
 #include "support/master_process.h"
 #include "support/postgres_server.h"
+#include "support/process.h"
 #include "support/temp_dir.h"
 
 using brine::Value;
@@ -591,4 +593,31 @@ TEST_CASE("sql: an account that can only read the store and its folder still que
     ::pclose(p);
   }
   CHECK(output == "name\r\nfirst\r\nsecond\r\n");
+}
+
+TEST_CASE("sql: Ctrl-C stops brine.sql's query on the server too, not only the client", "[sql][e2e]") {
+  for (const std::string& backend : Backends()) {
+    TempDir dir;
+    const Db db = MakeDb(backend, dir);
+    INFO(backend);
+    const fs::path conf = Conf(dir, db);
+    // A query text no other case runs, to find it in pg_stat_activity.
+    const std::string query = std::string(kForever) + " -- interrupt me";
+    brine::test::Child child({brine::test::Binary("brine-run").string(), "-c", conf.string(), "brine.sql", query,
+                              "timeout=120"},
+                             dir / "run.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(700));
+    const auto t0 = Clock::now();
+    child.Signal(SIGINT);
+    const std::optional<int> code = child.Wait(std::chrono::seconds(20));
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    INFO("exit " << (code ? std::to_string(*code) : "none") << " after " << seconds << " s: "
+                 << brine::test::ReadFile(dir / "run.log"));
+    CHECK(code == std::optional<int>(1));
+    CHECK(brine::test::ReadFile(dir / "run.log").find("interrupted") != std::string::npos);
+    if (db.pg()) {
+      CHECK(db.Q("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%interrupt me' AND state = 'active' "
+                 "AND pid <> pg_backend_pid()") == "0\n");
+    }
+  }
 }

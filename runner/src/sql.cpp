@@ -1,6 +1,8 @@
 // brine.sql, brine.sql_file and brine.sql_views: ad-hoc read-only SQL on the
 // store through store/'s SqlEngine (brine/store/sql.h says what keeps it
 // read-only and time-bounded; docs/day-two.md, "brine.sql").
+#include <csignal>
+
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -50,6 +52,35 @@ void PrintResult(Context& ctx, const store::SqlResult& r, std::int64_t limit, bo
   }
 }
 
+// Ctrl-C or a SIGTERM while a query runs cancels it, so a PostgreSQL server
+// does not go on running a query whose client is gone. The handler only sets
+// the flag (SqlCancel is a lock-free atomic).
+store::SqlCancel interrupted;
+
+extern "C" void OnInterrupt(int) { interrupted.Cancel(); }
+
+// Installs OnInterrupt for SIGINT and SIGTERM for its lifetime.
+class InterruptCancels {
+ public:
+  InterruptCancels() {
+    struct sigaction action {};
+    action.sa_handler = OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~InterruptCancels() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptCancels(const InterruptCancels&) = delete;
+  InterruptCancels& operator=(const InterruptCancels&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
 void Run(Context& ctx, const std::string& text, const Args& a, store::SqlOptions::Statements statements,
          const std::string& where) {
   const store::SqlOptions options = Options(a, statements);
@@ -60,10 +91,16 @@ void Run(Context& ctx, const std::string& text, const Args& a, store::SqlOptions
   bool first = true;
   try {
     const auto engine = store::OpenSqlEngine(database);
-    engine->Run(text, params, options, [&](store::SqlResult&& r) {
-      PrintResult(ctx, r, options.row_limit, first);
-      first = false;
-    });
+    const InterruptCancels on_interrupt;
+    engine->Run(
+        text, params, options,
+        [&](store::SqlResult&& r) {
+          PrintResult(ctx, r, options.row_limit, first);
+          first = false;
+        },
+        &interrupted);
+  } catch (const store::SqlCancelledError&) {
+    throw RuntimeFailure(where + "interrupted: the query was cancelled");
   } catch (const store::SqlTimeoutError& e) {
     throw RuntimeFailure(where + std::string(e.what()) + " (timeout=S gives it more)");
   } catch (const store::SqlError& e) {
