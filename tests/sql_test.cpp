@@ -308,6 +308,9 @@ TEST_CASE("sql: named parameters are bound, never spliced; a missing one is name
     const Outcome missing = Run(db, "SELECT name FROM queue\nWHERE name = :who");
     CHECK(missing.failure == "sql");
     CHECK(missing.message.find(":who") != std::string::npos);
+    const Outcome positional = Run(db, db.pg() ? "SELECT $1 AS a" : "SELECT ?1 AS a");
+    CHECK(positional.failure == "sql");
+    CHECK(positional.message.find("positional") != std::string::npos);
     if (db.pg()) {
       const Outcome cast = Run(db, "SELECT :n::int + 1 AS m, $$:x$$ AS d", {{"n", 41}});
       INFO(cast.message);

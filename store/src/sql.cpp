@@ -134,6 +134,14 @@ void ScanPostgres(std::string_view s, Semicolon on_semicolon, Param on_param, Co
         }
       }
     } else if (c == '$' && (i == 0 || !IdentChar(s[i - 1])) && i + 1 < n &&
+               std::isdigit(static_cast<unsigned char>(s[i + 1])) != 0) {
+      // $1: a positional parameter.
+      std::size_t j = i + 1;
+      while (j < n && std::isdigit(static_cast<unsigned char>(s[j])) != 0) ++j;
+      code(i);
+      on_param(i, j);
+      i = j;
+    } else if (c == '$' && (i == 0 || !IdentChar(s[i - 1])) && i + 1 < n &&
                (s[i + 1] == '$' || (IdentStart(s[i + 1]) && s[i + 1] != '$'))) {
       // $tag$ ... $tag$ (a tag is an identifier without '$'); $1 is a parameter.
       std::size_t j = i + 1;
@@ -197,6 +205,10 @@ TranslatedStatement TranslateNamedParameters(std::string_view text) {
   ScanPostgres(
       text, [](std::size_t) {},
       [&](std::size_t begin, std::size_t end) {
+        if (text[begin] == '$') {
+          if (!t.positional) t.positional = begin;
+          return;
+        }
         t.text.append(text.substr(copied, begin - copied));
         const std::string name(text.substr(begin + 1, end - begin - 1));
         auto it = std::find(t.names.begin(), t.names.end(), name);

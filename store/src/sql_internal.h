@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,6 +37,9 @@ struct TranslatedStatement {
   // (byte offset in `text`, byte offset in the original) at the start of
   // each piece copied unchanged, in order: maps a position back.
   std::vector<std::pair<std::size_t, std::size_t>> pieces;
+  // Where the text has a `$1` of its own (not supported: it would take a
+  // named parameter's value), if it does.
+  std::optional<std::size_t> positional;
   [[nodiscard]] std::size_t OriginalOffset(std::size_t translated) const;
 };
 [[nodiscard]] TranslatedStatement TranslateNamedParameters(std::string_view text);

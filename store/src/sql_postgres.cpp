@@ -186,6 +186,11 @@ class PostgresSqlEngine final : public SqlEngine {
   static SqlResult RunOne(PgConnection& conn, Watchdog& watchdog, std::string_view whole,
                           const ScriptStatement& statement, const ValueMap& params, std::int64_t row_limit) {
     const TranslatedStatement t = TranslateNamedParameters(statement.text);
+    if (t.positional) {
+      const auto [line, column] = LineAndColumn(whole, statement.offset + *t.positional);
+      throw SqlError("positional parameters ($1) are not supported: name them, :name, and give name=VALUE", line,
+                     column);
+    }
     std::vector<std::optional<std::string>> values;
     std::vector<Oid> types;
     for (const std::string& name : t.names) {
