@@ -107,30 +107,44 @@ const Value& Args::operator[](std::string_view name) const {
 
 Args BindArgs(const std::string& function, const std::vector<Param>& params, const ParsedArgs& args) {
   const std::string fn = function.substr(function.rfind('.') + 1) + "()";
+  // A last parameter named **name collects the keywords no other parameter
+  // takes, as Python's **kwargs does.
+  const bool has_extra = !params.empty() && params.back().name.starts_with("**");
+  const std::size_t named = params.size() - (has_extra ? 1 : 0);
   std::vector<std::optional<Value>> bound(params.size());
-  if (args.positional.size() > params.size()) {
+  if (args.positional.size() > named) {
     std::size_t required = 0;
-    for (const auto& p : params) required += p.default_value ? 0 : 1;
+    for (std::size_t i = 0; i < named; ++i) required += params[i].default_value ? 0 : 1;
     std::string takes;
-    if (required == params.size()) {
-      takes = std::to_string(params.size()) + " positional argument" + (params.size() == 1 ? "" : "s");
+    if (required == named) {
+      takes = std::to_string(named) + " positional argument" + (named == 1 ? "" : "s");
     } else {
-      takes = "from " + std::to_string(required) + " to " + std::to_string(params.size()) + " positional arguments";
+      takes = "from " + std::to_string(required) + " to " + std::to_string(named) + " positional arguments";
     }
     const std::size_t n = args.positional.size();
     throw UsageError(fn + " takes " + takes + " but " + std::to_string(n) + (n == 1 ? " was" : " were") + " given");
   }
   for (std::size_t i = 0; i < args.positional.size(); ++i) bound[i] = args.positional[i];
+  ValueMap extra;
   for (const auto& keyword : args.keyword) {
     // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
     const std::string& name = keyword.first;
     const Value& value = keyword.second;
-    auto it = std::find_if(params.begin(), params.end(), [&](const Param& p) { return p.name == name; });
-    if (it == params.end()) throw UsageError(fn + " got an unexpected keyword argument '" + name + "'");
+    auto it = std::find_if(params.begin(), params.begin() + static_cast<std::ptrdiff_t>(named),
+                           [&](const Param& p) { return p.name == name; });
+    if (it == params.begin() + static_cast<std::ptrdiff_t>(named)) {
+      if (!has_extra) throw UsageError(fn + " got an unexpected keyword argument '" + name + "'");
+      for (const auto& [given, unused] : extra) {
+        if (given == name) throw UsageError(fn + " got multiple values for argument '" + name + "'");
+      }
+      extra.emplace_back(name, value);
+      continue;
+    }
     auto& slot = bound[static_cast<std::size_t>(it - params.begin())];
     if (slot) throw UsageError(fn + " got multiple values for argument '" + name + "'");
     slot = value;
   }
+  if (has_extra) bound.back() = Value(std::move(extra));
   std::vector<std::string> missing;
   std::vector<Value> out;
   for (std::size_t i = 0; i < params.size(); ++i) {

@@ -164,6 +164,9 @@ Options ParseOptions(int argc, char** argv) {
     } else if (name == "-l" || name == "--log-level") {
       const std::string level = ParseLogLevelOption(name, arg(name));
       o.debug = level == "all" || level == "garbage" || level == "trace" || level == "debug";
+    } else if (name == "--timeout" && !o.words.empty() && IsBrineKeywordOption(o.words[0], name)) {
+      // brine.sql's own time budget, not salt-run's -t (which brine ignores).
+      o.words.push_back("timeout=" + arg(name));
     } else if (name == "-t" || name == "--timeout") {
       CheckTimeout(name, arg(name));
     } else if (name == "--hard-crash") {
@@ -421,6 +424,18 @@ int Main(int argc, char** argv, std::ostream& out, std::ostream& err, Terminal t
   const Options stream_options = o.async ? Options{} : o;  // StreamTarget keeps a reference
   StreamTarget streamed(stream_options, color, result_out, err);
   ctx.SetMapStreamOpener([&](const Value& outputter) { return streamed.Open(outputter); });
+  ctx.SetPrinters([&](const Value& v) { return Emit(stream_options, v, color, result_out, err) == kExitOk; },
+                  [&](const std::string& text) {
+                    if (stream_options.out_file) {
+                      std::ofstream f(*stream_options.out_file, std::ios::app | std::ios::binary);
+                      f << text;
+                      return static_cast<bool>(f);
+                    }
+                    result_out << text;
+                    result_out.flush();
+                    return static_cast<bool>(result_out) || o.async;
+                  });
+  ctx.SetTerminal(tty && !o.out_file);
   Value result;
   try {
     ParsedArgs args = ParseInput(std::vector<std::string>(o.words.begin() + 1, o.words.end()));

@@ -13,6 +13,14 @@ void Context::Debug(const std::string& text) {
   if (debug_) err_ << "[DEBUG   ] " << text << "\n";
 }
 
+void Context::Print(const Value& v) {
+  if (!print_value_ || !print_value_(v)) throw RuntimeFailure("cannot write the output");
+}
+
+void Context::PrintText(const std::string& text) {
+  if (!print_text_ || !print_text_(text)) throw RuntimeFailure("cannot write the output");
+}
+
 store::Store& Context::Store() {
   if (!store_) {
     // brine.read_database (a replica) when set: these reads never write.
@@ -77,6 +85,7 @@ const std::vector<FunctionSpec>& AllFunctions() {
     AddBrineFunctions(all);
     AddQueueFunctions(all);
     AddEventFunctions(all);
+    AddSqlFunctions(all);
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     AttachHelpTexts(all, HelpTexts());
     return all;

@@ -55,6 +55,21 @@ class Context {
     return open_map_stream_(outputter);
   }
   [[nodiscard]] bool result_suppressed() const { return result_suppressed_; }
+  // Prints one of several results as the command line prints a return
+  // (--out, --out-file, colour), or text as it is (CSV, a table) to the same
+  // place; the function then calls SuppressResult. Both throw RuntimeFailure
+  // when the output cannot be written. Set by the command line.
+  using ValuePrinter = std::function<bool(const Value&)>;
+  using TextPrinter = std::function<bool(const std::string&)>;
+  void SetPrinters(ValuePrinter value, TextPrinter text) {
+    print_value_ = std::move(value);
+    print_text_ = std::move(text);
+  }
+  void Print(const Value& v);
+  void PrintText(const std::string& text);
+  // Whether stdout is a terminal (and no --out-file): a person reads the answer.
+  void SetTerminal(bool terminal) { terminal_ = terminal; }
+  [[nodiscard]] bool terminal() const { return terminal_; }
 
   // `-l debug`: what brine-run does (the store, the query, timings) goes to
   // stderr as salt-run's console log prints it, `[DEBUG   ] text`.
@@ -94,6 +109,9 @@ class Context {
   std::string outputter_option_;
   bool result_suppressed_ = false;
   MapStreamOpener open_map_stream_;
+  ValuePrinter print_value_;
+  TextPrinter print_text_;
+  bool terminal_ = false;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<store::Queues> queues_;
 };
@@ -131,6 +149,7 @@ void AddJobsFunctions(std::vector<FunctionSpec>& out);
 void AddBrineFunctions(std::vector<FunctionSpec>& out);
 void AddQueueFunctions(std::vector<FunctionSpec>& out);
 void AddEventFunctions(std::vector<FunctionSpec>& out);
+void AddSqlFunctions(std::vector<FunctionSpec>& out);
 
 // A value as one line of Python-style JSON, for messages.
 [[nodiscard]] std::string ToJsonForMessage(const Value& v);

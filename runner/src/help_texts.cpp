@@ -31,6 +31,37 @@ constexpr HelpText kHelpTexts[] = {
      "\n"
      "    brine-run brine.export /tmp/brine.jsonl\n"
      "    brine-run brine.export --since 2026-11-01 --until 2026-11-02 /tmp/nov1.jsonl"},
+    {"brine.sql",
+     "Run one SQL statement on the store, read-only, and print its rows: SQLite opened read-only\n"
+     "(mode=ro, query_only) with an authorizer refusing every write, ATTACH, VACUUM and every\n"
+     "state-changing PRAGMA; PostgreSQL in a READ ONLY transaction that is rolled back, on\n"
+     "brine.read_database when it is set. timeout (seconds, default 30) stops the query (exit 1,\n"
+     "saying it ran out of time); limit (default 10000) cuts the rows, and stderr says there were\n"
+     "more. Other NAME=VALUE words bind :NAME in the text (values are never spliced into it).\n"
+     "--out json/yaml/nested/txt: a list of row objects (a repeated column gets _2, _3); --out csv:\n"
+     "RFC 4180 with a header row; on a terminal without --out, an aligned table. An SQL error exits\n"
+     "1 with the database's message and its line and column. docs/day-two.md, \"brine.sql\".\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run brine.sql \"SELECT jid, minion, retcode FROM failed_returns WHERE jid > :since\" since=20240101\n"
+     "    brine-run --out csv brine.sql \"SELECT * FROM jids\" limit=100 timeout=5"},
+    {"brine.sql_file",
+     "Run the SQL statements of FILE one after another, each as brine.sql runs one, and print each\n"
+     "statement's rows as its own result (--out json: one list per statement; csv: one table per\n"
+     "statement, separated by an empty line). The time budget covers the whole file; the first\n"
+     "error stops it, naming the file, line and column.\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run brine.sql_file forensics.sql jid=20240101120000123456"},
+    {"brine.sql_views",
+     "The documented views of the store (docs/schema.md) and their columns, as the database's\n"
+     "catalog has them, on either backend: what brine.sql is meant to query.\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run brine.sql_views"},
     {"brine.health",
      "Exit 0 when brine-master runs and keeps up, 1 otherwise, with one line saying why: nothing\n"
      "listens on its bus; its brine.metrics_file is missing or older than 10 s; frames are pending\n"

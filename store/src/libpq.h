@@ -11,9 +11,11 @@ namespace brine::store::detail {
 
 // Every libpq function the store calls.
 #define BRINE_LIBPQ_FUNCTIONS(X)                                                                               \
-  X(PQclear) X(PQcmdTuples) X(PQconnectdb) X(PQconninfoFree) X(PQconninfoParse) X(PQdb) X(PQfreemem) X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec)        \
-  X(PQexecParams) X(PQexitPipelineMode) X(PQfinish) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) \
-  X(PQhost) X(PQntuples) X(PQpipelineSync) X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)    \
+  X(PQcancel) X(PQclear) X(PQcmdTuples) X(PQconnectdb) X(PQconninfoFree) X(PQconninfoParse) X(PQdb)              \
+  X(PQenterPipelineMode) X(PQerrorMessage) X(PQexec) X(PQexecParams) X(PQexitPipelineMode) X(PQfinish) X(PQfname)   \
+  X(PQfreeCancel) X(PQfreemem) X(PQftype) X(PQgetCancel) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) \
+  X(PQhost) X(PQnfields) X(PQntuples) X(PQpipelineSync) X(PQresultErrorField) X(PQresultErrorMessage)              \
+  X(PQresultStatus)                                                                                                \
   X(PQsendPrepare) X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQstatus) X(PQtransactionStatus)
 
 // Pointers to those functions, named as libpq names them.

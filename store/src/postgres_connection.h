@@ -117,6 +117,8 @@ class PgConnection {
   std::optional<PgResult> NextRow();
 
   [[nodiscard]] bool in_transaction() const;
+  // libpq's connection, for the SQL console's own calls (sql_postgres.cpp).
+  [[nodiscard]] pg_conn* handle() const { return conn_; }
   // Where this connection goes, for messages: "database <db> on <host>".
   [[nodiscard]] std::string Where() const;
 

@@ -80,7 +80,9 @@ class Args {
 // returns one value per parameter (defaults filled in), readable by name;
 // `params` must outlive the result. Throws UsageError with Python's
 // TypeError text: missing required arguments, too many positional
-// arguments, an unexpected keyword, a value given twice.
+// arguments, an unexpected keyword, a value given twice. A last parameter
+// named `**name` is Python's **kwargs: it gets a map of the keywords no other
+// parameter takes (an empty map when none), and no default is needed.
 [[nodiscard]] Args BindArgs(const std::string& function, const std::vector<Param>& params, const ParsedArgs& args);
 
 }  // namespace brine::args
