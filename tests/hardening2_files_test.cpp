@@ -53,10 +53,6 @@ struct Site {
   [[nodiscard]] RunResult Brine(const std::vector<std::string>& args) const { return Shell("umask 022", args); }
 };
 
-std::string Describe(const RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout: " + r.out + "\nstderr: " + r.err;
-}
-
 void WriteBytes(const fs::path& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);
   f << bytes;
