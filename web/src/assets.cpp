@@ -28,6 +28,7 @@ const Asset* FindAsset(std::string_view path) {
 std::string_view AssetType(const Asset& asset) {
   if (asset.name.ends_with(".css")) return "text/css; charset=utf-8";
   if (asset.name.ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (asset.name.ends_with(".svg")) return "image/svg+xml";
   return "application/octet-stream";
 }
 

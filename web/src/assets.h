@@ -1,4 +1,4 @@
-// The stylesheet and the ES module, embedded at build time from web/assets
+// The stylesheet, the ES module and the icon, embedded at build time from web/assets
 // (cmake/EmbedWebAssetsScript.cmake) and served as
 // <base>static/<stem>.<hash>.<ext> with Cache-Control: immutable: a new build
 // with a changed file gets a new URL, so a browser never keeps a stale one.

@@ -19,7 +19,8 @@ Html Layout(const PageContext& ctx, std::string_view title, const Html& body) {
   Html page = Html::Literal("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">") +
               Html::Literal("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">") +
               Html::Literal("<title>") + Escape(title) + Html::Literal(" · brine</title>") +
-              Html::Literal("<link rel=\"stylesheet\" href=\"") + base + Escape(AssetPath("brine.css")) +
+              Html::Literal("<link rel=\"icon\" href=\"") + base + Escape(AssetPath("brine.svg")) +
+              Html::Literal("\"><link rel=\"stylesheet\" href=\"") + base + Escape(AssetPath("brine.css")) +
               Html::Literal("\"><script type=\"module\" src=\"") + base + Escape(AssetPath("brine.js")) +
               Html::Literal("\"></script></head><body><header><strong>brine</strong><nav>") +
               Html::Literal("<a href=\"") + base + Html::Literal("queues\">Queues</a></nav>") +
