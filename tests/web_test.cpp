@@ -362,6 +362,34 @@ TEST_CASE("web: a wrong Host header is refused before anything else, a listed on
   CHECK(Http(w.port(), "GET", "/login", {{"Host", "localhost:1"}}).status == 200);
 }
 
+TEST_CASE("web: under brine.web_base_path every link, redirect and cookie stays below the prefix", "[web]") {
+  InProcess w({.base_path = "/brine/"});
+  HttpReply login = Http(w.port(), "GET", "/brine/login?token=" + w.token);
+  REQUIRE(login.status == 303);
+  CHECK(login.Header("location") == "/brine/queues");
+  bool path_set = false;
+  for (auto [it, end] = login.headers.equal_range("set-cookie"); it != end; ++it) {
+    path_set |= it->second.starts_with("brine_session=") && it->second.find("; Path=/brine/;") != std::string::npos;
+  }
+  CHECK(path_set);
+  const auto s = WithSession(login.Cookie("brine_session"));
+  HttpReply page = Http(w.port(), "GET", "/brine/queues", s);
+  CHECK(page.status == 200);
+  CHECK_THAT(page.body, Catch::Contains("href=\"/brine/static/brine.") && Catch::Contains("action=\"/brine/logout\""));
+  CHECK(Http(w.port(), "GET", "/queues", s).status == 404);
+  CHECK(Http(w.port(), "GET", "/brine/queues").Header("location") == "/brine/login");
+  CHECK(Http(w.port(), "GET", "/").Header("location") == "/brine/");
+}
+
+TEST_CASE("web: methods other than GET, HEAD and POST are refused, and HEAD sends no body", "[web]") {
+  InProcess w;
+  CHECK(Http(w.port(), "DELETE", "/queues").status == 405);
+  CHECK(Http(w.port(), "OPTIONS", "/queues", {{"Origin", "http://evil.example"}}).status == 405);
+  HttpReply head = Http(w.port(), "HEAD", "/login");
+  CHECK(head.status == 200);
+  CHECK(head.body.empty());
+}
+
 TEST_CASE("web: assets are served under their content hash as immutable, and the pages link them", "[web]") {
   InProcess w;
   HttpReply login = Http(w.port(), "GET", "/login");
@@ -510,6 +538,11 @@ TEST_CASE("web: brine-web serves on a port the kernel picks, and brine-run brine
 
   web.Signal(SIGTERM);
   CHECK(web.Wait() == std::optional<int>(0));
+  CHECK(!fs::exists(port_file));
+  const brine::test::RunResult stopped =
+      brine::test::Run({brine::test::Binary("brine-run").string(), "-c", dir.path().string(), "brine.web_url"});
+  CHECK(stopped.exit_code == 1);
+  CHECK_THAT(stopped.err, Catch::Contains("is brine-web running"));
   // The token survives a restart; sessions do not.
   CHECK(web::ReadToken(token_file) == token);
 }

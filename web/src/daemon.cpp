@@ -124,6 +124,10 @@ int Run(const std::filesystem::path& config_dir, std::ostream& err) {
   err << "brine-web: listening on " << cfg.brine.web_bind << " port " << server->port() << "\n";
   while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   server.reset();
+  // A stopped brine-web has no URL: brine.web_url then says so instead of
+  // naming a port nothing listens on (or another program took since).
+  std::error_code ignored;
+  std::filesystem::remove(config::WebPortFile(cfg.brine.web_token_file), ignored);
   return kExitOk;
 }
 

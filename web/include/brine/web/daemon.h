@@ -5,7 +5,7 @@
 // switches to the config's `user` when started as root, makes or reads the
 // login token (brine.web_token_file), listens on brine.web_bind /
 // brine.web_port, records the port bound in WebPortFile (config), and serves
-// until SIGTERM or SIGINT.
+// until SIGTERM or SIGINT, then removes the port file.
 //
 // Exit codes, as brine-master's: 0 stopped cleanly (or --help/--version);
 // 1 a runtime failure (the store cannot be opened); 2 a usage or

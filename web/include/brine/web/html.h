@@ -2,7 +2,7 @@
 //
 // Text becomes HTML in exactly one place, Escape(); an `Html` holds markup
 // that is already safe. The only other ways to make one are Html::Literal,
-// which takes a character array (a string literal written in brine's source,
+// which takes compile-time text (a string literal written in brine's source,
 // never data read at run time), and joining two Html values. There is no
 // constructor from std::string, so a minion named `<script>` can only ever be
 // text.
@@ -17,12 +17,17 @@ namespace brine::web {
 
 class Html {
  public:
+  // Text known at compile time: its constructor is consteval, so only a
+  // string literal (or another constant) converts to it, never a run-time buffer.
+  struct Markup {
+    template <std::size_t N>
+    consteval Markup(const char (&markup)[N]) : text(markup, N - 1) {}  // NOLINT: implicit on purpose
+    std::string_view text;
+  };
+
   Html() = default;
   // Markup written in brine's source, e.g. Html::Literal("<td>").
-  template <std::size_t N>
-  [[nodiscard]] static Html Literal(const char (&markup)[N]) {
-    return Html(std::string(markup, N - 1));
-  }
+  [[nodiscard]] static Html Literal(Markup markup) { return Html(std::string(markup.text)); }
   Html& operator+=(const Html& more) {
     text_ += more.text_;
     return *this;
