@@ -1,10 +1,19 @@
 // /queues: every queue's name, length and items, read-only.
+#include <algorithm>
+
 #include "brine/core/json.h"
 #include "brine/store/queues.h"
 #include "brine/web/csv.h"
 #include "pages.h"
 
 namespace brine::web {
+namespace {
+
+// Items listed per queue on the HTML page, so a long queue stays a page a
+// browser can show (queues.h reads them all: the JSON and CSV forms have them).
+constexpr std::size_t kMaxItemsShown = 1000;
+
+}  // namespace
 
 Response QueuesPage(const PageContext& ctx, const std::filesystem::path& database, const std::string& format) {
   // queues.h has no read-only open (every call may record a name); only names
@@ -48,10 +57,17 @@ Response QueuesPage(const PageContext& ctx, const std::filesystem::path& databas
       if (!q.items.empty()) {
         body += Html::Literal("<details><summary>") + Escape(std::to_string(q.items.size()) + " items") +
                 Html::Literal("</summary><ol>");
-        for (const Value& item : q.items) {
-          body += Html::Literal("<li><code>") + Escape(ToJson(item)) + Html::Literal("</code></li>");
+        const std::size_t shown = std::min(q.items.size(), kMaxItemsShown);
+        for (std::size_t i = 0; i < shown; ++i) {
+          body += Html::Literal("<li><code>") + Escape(ToJson(q.items[i])) + Html::Literal("</code></li>");
         }
-        body += Html::Literal("</ol></details>");
+        body += Html::Literal("</ol>");
+        if (shown < q.items.size()) {
+          body += Html::Literal("<p class=\"muted\">") +
+                  Escape(std::to_string(q.items.size() - shown) + " more: ?format=json or ?format=csv has them all") +
+                  Html::Literal("</p>");
+        }
+        body += Html::Literal("</details>");
       }
       body += Html::Literal("</td></tr>");
     }
