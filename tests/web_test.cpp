@@ -576,3 +576,59 @@ TEST_CASE("web: brine-web exits 2 on a bad key and 1 when the store is missing, 
   }
   CHECK_THAT(brine::test::ReadFile(dir / "web.out"), Catch::Contains("is not a loopback address"));
 }
+
+TEST_CASE("web: the systemd unit passes systemd-analyze verify and is hardened like brine-master's", "[web]") {
+  const std::string unit = brine::test::ReadFile(std::string(BRINE_SOURCE_DIR) + "/contrib/systemd/brine-web.service");
+  REQUIRE(!unit.empty());
+  for (const char* line : {"ExecStart=/usr/bin/brine-web -c /etc/salt\n", "RestartPreventExitStatus=2\n",
+                           "NoNewPrivileges=yes\n", "ProtectSystem=strict\n", "ProtectHome=yes\n", "PrivateTmp=yes\n",
+                           "PrivateDevices=yes\n", "MemoryDenyWriteExecute=yes\n", "SystemCallFilter=@system-service\n",
+                           "UMask=0077\n"}) {
+    INFO(line);
+    CHECK(unit.find(line) != std::string::npos);
+  }
+  if (!fs::exists("/usr/bin/systemd-analyze")) {
+    WARN("SKIPPED the verify step: /usr/bin/systemd-analyze is missing (./brine.sh deps installs systemd)");
+    return;
+  }
+  TempDir dir;
+  std::string local = unit;
+  const std::string exec = "/usr/bin/brine-web";
+  local.replace(local.find(exec), exec.size(), brine::test::Binary("brine-web").string());
+  std::ofstream(dir / "brine-web.service") << local;
+  const auto r = brine::test::Run({"/usr/bin/systemd-analyze", "verify", (dir / "brine-web.service").string()});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.empty());
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("web: brine-web started as root makes the token and serves as the config's user",
+          "[web][e2e]") {
+  if (::geteuid() != 0) {
+    WARN("SKIPPED: needs root to switch to the user nobody");
+    return;
+  }
+  TempDir dir;
+  fs::permissions(dir.path(), fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec);
+  fs::create_directories(dir / "cache");
+  FillStore(dir / "cache" / "brine.sqlite");
+  REQUIRE(brine::test::Run({"/bin/chown", "-R", "nobody", (dir / "cache").string()}).exit_code == 0);
+  std::ofstream(dir / "master") << "user: nobody\ncachedir: " << (dir / "cache").string()
+                                << "\nsock_dir: " << (dir / "sock").string() << "\nbrine.web_port: 0\n";
+  brine::test::Child web({brine::test::Binary("brine-web").string(), "-c", dir.path().string()}, dir / "web.out");
+  const fs::path port_file = dir / "sock" / "brine_web.token.port";
+  REQUIRE(brine::test::WaitForPath(port_file));
+  struct stat st {};
+  REQUIRE(::stat((dir / "sock" / "brine_web.token").c_str(), &st) == 0);
+  const std::string nobody_uid = brine::test::Run({"/usr/bin/id", "-u", "nobody"}).out;
+  CHECK(std::to_string(st.st_uid) + "\n" == nobody_uid);
+  CHECK((st.st_mode & 0777) == 0600);
+  const std::string status = brine::test::ReadFile("/proc/" + std::to_string(web.pid()) + "/status");
+  CHECK_THAT(status, Catch::Contains("Uid:\t" + nobody_uid.substr(0, nobody_uid.size() - 1) + "\t"));
+  const int port = std::stoi(brine::test::ReadFile(port_file));
+  HttpReply login = Http(port, "GET", "/login?token=" + TokenOf(dir / "sock" / "brine_web.token"));
+  REQUIRE(login.status == 303);
+  CHECK(Http(port, "GET", std::string("/jobs/") + kJid, WithSession(login.Cookie("brine_session"))).status == 200);
+}
