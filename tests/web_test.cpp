@@ -632,3 +632,36 @@ TEST_CASE("web: brine-web started as root makes the token and serves as the conf
   REQUIRE(login.status == 303);
   CHECK(Http(port, "GET", std::string("/jobs/") + kJid, WithSession(login.Cookie("brine_session"))).status == 200);
 }
+
+TEST_CASE("web: idle connections cost no thread, and an oversized POST body is refused", "[web]") {
+  InProcess w;
+  // 100 connections that send nothing: on two polling threads the next
+  // request is still answered at once.
+  auto threads = [] {
+    const std::string status = brine::test::ReadFile("/proc/self/status");
+    const std::size_t at = status.find("Threads:");
+    return std::stoi(status.substr(at + 8));
+  };
+  const int threads_before = threads();
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(w.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    idle.push_back(fd);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  CHECK(Http(w.port(), "GET", "/login").status == 200);
+  CHECK(threads() == threads_before);  // the server's threads were all there before
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(took < std::chrono::seconds(5));  // generous for a loaded machine; a blocked pool never answers
+  for (int fd : idle) ::close(fd);
+
+  const std::string big(20000, 'a');
+  CHECK(Http(w.port(), "POST", "/login", {}, "token=" + big).status == 413);
+  CHECK(Http(w.port(), "GET", "/login").status == 200);
+}
