@@ -25,6 +25,7 @@
 #include "brine/web/csv.h"
 #include "brine/web/html.h"
 #include "brine/web/http_server.h"
+#include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -145,9 +146,10 @@ struct InProcess {
   std::string token = web::RandomHex(32);
   std::unique_ptr<web::App> app;
   std::unique_ptr<web::HttpServer> server;
+  // On a fresh SQLite file, or on `extra.database` (a PostgreSQL URI) when set.
   explicit InProcess(web::App::Options extra = {}) {
-    FillStore(dir / "brine.sqlite");
-    extra.database = dir / "brine.sqlite";
+    if (extra.database.empty()) extra.database = dir / "brine.sqlite";
+    FillStore(extra.database);
     extra.token = token;
     extra.clock = &clock;
     if (extra.base_path.empty()) extra.base_path = "/";
@@ -664,4 +666,27 @@ TEST_CASE("web: idle connections cost no thread, and an oversized POST body is r
   const std::string big(20000, 'a');
   CHECK(Http(w.port(), "POST", "/login", {}, "token=" + big).status == 413);
   CHECK(Http(w.port(), "GET", "/login").status == 200);
+}
+
+TEST_CASE("web: /jobs/<jid> and /queues answer the same on PostgreSQL as on SQLite", "[web][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("SKIPPED: " << *why);
+    return;
+  }
+  InProcess lite;
+  InProcess pg({.database = brine::test::PostgresServer::Shared().CreateDatabase()});
+  const auto lite_session = WithSession(lite.Login());
+  const auto pg_session = WithSession(pg.Login());
+  for (const std::string& target : {std::string("/jobs/") + kJid + "?format=json",
+                                    std::string("/jobs/") + kStateJid + "?format=json", std::string("/queues?format=json"),
+                                    std::string("/queues?format=csv")}) {
+    INFO(target);
+    const HttpReply a = Http(lite.port(), "GET", target, lite_session);
+    const HttpReply b = Http(pg.port(), "GET", target, pg_session);
+    CHECK(a.status == 200);
+    CHECK(b.status == 200);
+    CHECK(a.body == b.body);
+  }
+  const HttpReply page = Http(pg.port(), "GET", std::string("/jobs/") + kStateJid, pg_session);
+  CHECK_THAT(page.body, Catch::Contains("<td class=\"minion-id\">db1</td><td class=\"state-failed\">failed</td>"));
 }
