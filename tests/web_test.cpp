@@ -216,6 +216,15 @@ TEST_CASE("web: the token file is made once, 0600, 64 hex digits, and a symlink 
   CHECK_THROWS_WITH(web::ReadToken(dir / "none"), Catch::Contains("does not exist"));
 }
 
+TEST_CASE("web: ConstantTimeEquals compares length and every byte", "[web]") {
+  CHECK(web::ConstantTimeEquals("abc", "abc"));
+  CHECK(!web::ConstantTimeEquals("abc", "abd"));
+  CHECK(!web::ConstantTimeEquals("abc", "ab"));
+  CHECK(!web::ConstantTimeEquals("", "a"));
+  CHECK(web::ConstantTimeEquals(std::string("a\0b", 3), std::string("a\0b", 3)));
+  CHECK(!web::ConstantTimeEquals(std::string("a\0b", 3), std::string("a\0c", 3)));
+}
+
 TEST_CASE("web: the Host header must be a loopback address or a listed name", "[web]") {
   CHECK(web::HostAllowed("127.0.0.1:4519", {}));
   CHECK(web::HostAllowed("127.1.2.3", {}));
@@ -566,8 +575,12 @@ TEST_CASE("web: brine-web exits 2 on a bad key and 1 when the store is missing, 
   CHECK(missing.exit_code == 1);
   CHECK(!fs::exists(dir / "brine.sqlite"));  // read-only: never created
   CHECK(brine::test::Run({brine::test::Binary("brine-web").string(), "--bogus"}).exit_code == 2);
+  CHECK(!fs::exists(dir / "brine.sqlite"));
 
   FillStore(dir / "brine.sqlite");
+  const brine::test::RunResult name = run("brine.web_port: 0\nbrine.web_bind: localhost\n");
+  CHECK(name.exit_code == 2);
+  CHECK_THAT(name.err, Catch::Contains("brine.web_bind: 'localhost' is not an IPv4 or IPv6 address"));
   std::ofstream(dir / "master") << base << "brine.web_port: 0\nbrine.web_bind: 0.0.0.0\n";
   brine::test::Child web({brine::test::Binary("brine-web").string(), "-c", dir.path().string()}, dir / "web.out");
   REQUIRE(brine::test::WaitForPath(dir / "sock" / "brine_web.token.port"));

@@ -44,8 +44,9 @@ class Usage : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// As root: the token's folder is made if missing (0755, for the user), then
-// the process becomes the config's `user`. Throws Usage for an unknown user.
+// As root: the token's folder is made if missing (0700 under the umask, given
+// to the user), then the process becomes the config's `user`. Throws Usage
+// for an unknown user.
 void BecomeUser(const config::MasterConfig& cfg) {
   if (::geteuid() != 0) return;
   const passwd* pw = ::getpwnam(cfg.user.c_str());
@@ -87,6 +88,10 @@ int Run(const std::filesystem::path& config_dir, std::ostream& err) {
   for (const auto& w : cfg.warnings) err << "brine-web: warning: " << w << "\n";
   std::string token;
   try {
+    // Not started as root: the folder is made as this user (brine-master
+    // makes brine.sock_dir too, whichever starts first).
+    std::error_code ignored;
+    std::filesystem::create_directories(cfg.brine.web_token_file.parent_path(), ignored);
     token = LoadOrCreateToken(cfg.brine.web_token_file);
   } catch (const std::exception& e) {
     throw Usage(e.what());
