@@ -34,6 +34,8 @@ packages=(
   postgresql libpq-dev python3-psycopg2
   libssl-dev
   systemd logrotate
+  libmicrohttpd-dev libjs-chart.js
+  chromium chromium-driver python3-selenium
 )
 
 log() { printf '==> %s\n' "$*"; }

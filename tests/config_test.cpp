@@ -1069,3 +1069,57 @@ TEST_CASE("config: brine.read_database is unset by default and takes a path or a
   CHECK(c.brine.read_database == fs::path("postgresql://brine@replica1/brine?sslmode=verify-full"));
   CHECK(c.brine.database == "/var/cache/salt/master/brine.sqlite");  // writes stay where they were
 }
+
+TEST_CASE("config: brine.web_* keys have their documented defaults", "[config][web]") {
+  TempDir dir;
+  WriteFile(dir / "master", "root_dir: /srv/root\nsock_dir: /run/salt\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.brine.web_bind == "127.0.0.1");
+  CHECK(c.brine.web_port == 4519);
+  CHECK(c.brine.web_hosts.empty());
+  CHECK(c.brine.web_base_path == "/");
+  CHECK(c.brine.web_token_file == fs::path("/srv/root/run/salt/brine_web.token"));
+  CHECK(brine::config::WebPortFile(c.brine.web_token_file) == fs::path("/srv/root/run/salt/brine_web.token.port"));
+  CHECK(c.brine.web_hide_functions == std::vector<std::string>{"saltutil.find_job", "saltutil.running",
+                                                               "saltutil.is_running", "mine.update", "grains.items",
+                                                               "test.ping"});
+  CHECK(!c.brine.web_trust_remote_user);
+  CHECK(c.warnings.empty());
+}
+
+TEST_CASE("config: brine.web_* keys are read flat or nested and typed strictly", "[config][web]") {
+  TempDir dir;
+  WriteFile(dir / "master",
+            "root_dir: /srv/root\nbrine.web_bind: 0.0.0.0\nbrine.web_port: 0\n"
+            "brine:\n  web_hosts: [salt.example.com, brine]\n  web_base_path: /brine\n"
+            "  web_token_file: /etc/brine/web.token\n  web_hide_functions: test.ping\n"
+            "  web_trust_remote_user: true\n");
+  MasterConfig c = LoadMasterConfig(dir.path());
+  CHECK(c.brine.web_bind == "0.0.0.0");
+  CHECK(c.brine.web_port == 0);
+  CHECK(c.brine.web_hosts == std::vector<std::string>{"salt.example.com", "brine"});
+  CHECK(c.brine.web_base_path == "/brine/");
+  CHECK(c.brine.web_token_file == fs::path("/srv/root/etc/brine/web.token"));
+  CHECK(c.brine.web_hide_functions == std::vector<std::string>{"test.ping"});
+  CHECK(c.brine.web_trust_remote_user);
+  CHECK(c.warnings.empty());
+
+  auto error_of = [&](const std::string& text) -> std::string {
+    WriteFile(dir / "master", text);
+    try {
+      (void)LoadMasterConfig(dir.path());
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string file = (dir / "master").string();
+  CHECK(error_of("brine.web_port: 65536\n") ==
+        file + ": brine.web_port: expected a port number from 0 to 65535, got 65536");
+  CHECK(error_of("brine.web_port: '8080'\n") ==
+        file + ": brine.web_port: expected a port number from 0 to 65535, got '8080'");
+  CHECK_THAT(error_of("brine.web_base_path: brine/\n"), Catch::Contains("expected a URL path starting with /"));
+  CHECK_THAT(error_of("brine.web_base_path: '/a\"b/'\n"), Catch::Contains("expected a URL path starting with /"));
+  CHECK_THAT(error_of("brine.web_trust_remote_user: 'yes'\n"), Catch::Contains("expected true or false"));
+  CHECK_THAT(error_of("brine.web_hosts: [1]\n"), Catch::Contains("expected a list of strings"));
+}

@@ -42,7 +42,7 @@ constexpr std::array<std::pair<std::string_view, int>, 8> kSaltPorts = {{{"publi
                                                                          {"tcp_master_publish_pull", 4514},
                                                                          {"tcp_master_workers", 4515}}};
 
-constexpr std::array<std::string_view, 26> kBrineKeys = {
+constexpr std::array<std::string_view, 33> kBrineKeys = {
     "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
@@ -51,6 +51,9 @@ constexpr std::array<std::string_view, 26> kBrineKeys = {
     "metrics_file",     "lag_warning_s",     "keep_jobs_by_fun",
     "keep_events_by_tag", "max_store_mb",   "overflow_mb",       "overflow_dir",
     "cache_key_file",   "max_clock_skew_s",
+    // brine-web's (web/).
+    "web_bind", "web_port", "web_hosts", "web_base_path", "web_token_file", "web_hide_functions",
+    "web_trust_remote_user",
     // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
     "queue_timeout_s"};
 
@@ -514,6 +517,33 @@ std::string MasterId(const Typer& t, const std::string& root_dir_option) {
   return id;
 }
 
+// brine-web's keys (master_config.h lists them with their defaults).
+void ReadWebKeys(const Typer& t, const std::string& root_dir, MasterConfig::Brine& b) {
+  b.web_bind = Typer::Text(t.Brine("web_bind"), "an address").value_or(b.web_bind);
+  Found port = t.Brine("web_port");
+  if (port.value != nullptr) {
+    if (!port.value->is_int() || port.value->kind() == Value::Kind::kUint || port.value->as_int() < 0 ||
+        port.value->as_int() > 65535) {
+      Typer::Fail(port, "a port number from 0 to 65535");
+    }
+    b.web_port = static_cast<int>(port.value->as_int());
+  }
+  b.web_hosts = Typer::StringList(t.Brine("web_hosts")).value_or(std::vector<std::string>{});
+  Found base = t.Brine("web_base_path");
+  if (auto path = Typer::Text(base, "a URL path starting with /")) {
+    if (path->front() != '/' || path->find_first_of("?#\"<>'\\") != std::string::npos) {
+      Typer::Fail(base, "a URL path starting with /");
+    }
+    if (path->back() != '/') path->push_back('/');
+    b.web_base_path = *path;
+  }
+  std::optional<std::string> token_file = Typer::Path(t.Brine("web_token_file"));
+  b.web_token_file = token_file ? fs::path(internal::PrependRootDir(root_dir, *token_file))
+                                : b.sock_dir / "brine_web.token";
+  if (auto hide = Typer::StringList(t.Brine("web_hide_functions"))) b.web_hide_functions = *hide;
+  b.web_trust_remote_user = Typer::Bool(t.Brine("web_trust_remote_user")).value_or(false);
+}
+
 MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::path& master_path,
                    std::vector<fs::path> files_read) {
   const Typer t(merged, master_path);
@@ -678,6 +708,7 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
                    : IsDatabaseUri(b.database.native()) ? c.cachedir
                                                          : b.database.parent_path();
 
+  ReadWebKeys(t, root_dir, b);
   t.WarnUnknownBrineKeys(c.warnings);
   return c;
 }

@@ -1,4 +1,4 @@
-// jobs.master and brine's own functions: brine.stats and brine.health.
+// jobs.master and brine's own functions: brine.stats, brine.health, brine.web_url, ...
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "brine/core/jid.h"
 #include "functions.h"
@@ -221,6 +222,36 @@ Value Backup(Context& ctx, const std::string& path) {
   return out;
 }
 
+// brine-web's login URL: the token file and the port file brine-web wrote
+// (config::WebPortFile), so the port is the one in use even with
+// brine.web_port 0. Read here, not through web/, which sits above runner.
+Value WebUrl(Context& ctx) {
+  const auto& b = ctx.config().brine;
+  auto read = [](const std::filesystem::path& path, const char* what) {
+    std::ifstream in(path);
+    std::string line;
+    if (!in || !std::getline(in, line)) {
+      throw RuntimeFailure(std::string(what) + " " + path.string() +
+                           " cannot be read: is brine-web running, and is this its user (or root)?");
+    }
+    return line;
+  };
+  const std::string token = read(b.web_token_file, "brine.web_token_file");
+  if (token.size() != 64 || token.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw RuntimeFailure("brine.web_token_file " + b.web_token_file.string() + " does not hold a token");
+  }
+  const std::string port = read(config::WebPortFile(b.web_token_file), "brine-web's port file");
+  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) {
+    throw RuntimeFailure("brine-web's port file " + config::WebPortFile(b.web_token_file).string() +
+                         " does not hold a port");
+  }
+  std::string host = b.web_bind;
+  if (host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return Value("http://" + host + ":" + port + b.web_base_path + "login?token=" + token);
+}
+
 }  // namespace
 
 void AddBrineFunctions(std::vector<FunctionSpec>& out) {
@@ -274,6 +305,11 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out) {
         if (percent <= 0 || percent > 100) throw UsageError("queue_percent must be from 1 to 100");
         return Health(ctx, stall, percent);
       },
+  });
+  out.push_back({
+      "brine.web_url",
+      {},
+      [](Context& ctx, const Args&) { return WebUrl(ctx); },
   });
 }
 

@@ -108,6 +108,14 @@ constexpr HelpText kHelpTexts[] = {
      "CLI Example:\n"
      "\n"
      "    brine-run brine.stats"},
+    {"brine.web_url",
+     "Print brine-web's login URL, http://HOST:PORT/login?token=..., from brine.web_token_file and\n"
+     "the port file brine-web writes beside it (the port in use, even with brine.web_port 0). Open it\n"
+     "in a browser on this host, or through an SSH tunnel (docs/web.md).\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run brine.web_url"},
     {"event.send",
      "Fire one event on the master's bus, with `_stamp` added as Salt adds it. Prints True once\n"
      "brine-master took it; fails (exit 1) when no brine-master answers within brine.send_timeout_ms.\n"

@@ -118,6 +118,17 @@
 //                             in ZeroMQ's memory (at most 2^43 - 1)
 //   brine.overflow_dir        brine.database's folder (cachedir for a server database): where
 //                             that file lives, unlinked from the moment it is created
+//   brine.web_bind            127.0.0.1: the address brine-web listens on (a non-loopback
+//                             address is allowed; brine-web warns at start)
+//   brine.web_port            4519 (kDefaultWebPort), 0-65535; 0 = a free port the kernel
+//                             picks, recorded in WebPortFile
+//   brine.web_hosts           []: names allowed in the Host header beside loopback addresses
+//   brine.web_base_path       "/": the URL prefix (for a reverse proxy under /brine/); always
+//                             stored with a trailing "/"; no ?, #, quotes, <, > or backslash
+//   brine.web_token_file      <brine.sock_dir>/brine_web.token: the login secret (0600)
+//   brine.web_hide_functions  saltutil.find_job, saltutil.running, saltutil.is_running,
+//                             mine.update, grains.items, test.ping: hidden from /jobs by default
+//   brine.web_trust_remote_user false: X-Remote-User from a loopback peer names the user
 // Other brine.* keys are ignored with a warning in `warnings`.
 //
 // Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
@@ -142,6 +153,17 @@
 namespace brine::config {
 
 inline constexpr std::string_view kDefaultConfigDir = "/etc/salt";
+// brine.web_port's default: outside the ports a Salt master binds (4505, 4506,
+// 4510-4515), beside brine's own (4512, 4513, 4520), not salt-api's 8000, and
+// listed for no service in /etc/services.
+inline constexpr int kDefaultWebPort = 4519;
+
+// Where brine-web records the port it listens on (one line, the decimal port,
+// written atomically after the bind), so `brine-run brine.web_url` names it
+// even when brine.web_port is 0: the token file's path with ".port" appended.
+[[nodiscard]] inline std::filesystem::path WebPortFile(const std::filesystem::path& token_file) {
+  return std::filesystem::path(token_file.native() + ".port");
+}
 
 // Every field has Salt's default, so MasterConfig{} is what an empty
 // /etc/salt/master gives (root_dir "/"), apart from `id`, which is left empty.
@@ -200,6 +222,15 @@ struct MasterConfig {
     std::int64_t max_store_mb = 0;
     std::int64_t overflow_mb = 256;
     std::filesystem::path overflow_dir = "/var/cache/salt/master";
+    // brine-web (web/, docs/web.md).
+    std::string web_bind = "127.0.0.1";
+    int web_port = kDefaultWebPort;
+    std::vector<std::string> web_hosts;
+    std::string web_base_path = "/";
+    std::filesystem::path web_token_file = "/var/run/salt/master/brine_web.token";
+    std::vector<std::string> web_hide_functions = {"saltutil.find_job", "saltutil.running", "saltutil.is_running",
+                                                   "mine.update",       "grains.items",     "test.ping"};
+    bool web_trust_remote_user = false;
   } brine;
 
   // The merged file contents (master file and includes, in Salt's order and

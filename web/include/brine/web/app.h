@@ -1,0 +1,80 @@
+// brine-web's application: routing, the security rules every request passes
+// (Host check, session or trusted user, CSRF on POSTs, headers), and the
+// pages. Independent of the HTTP library: App::Handle takes a Request and
+// gives a Response, so tests can drive it with a fake clock.
+//
+// Routes, under Options::base_path (default "/"):
+//   GET  login[?token=T]  the login form; with a token: checks it in constant
+//                         time and, when right, starts a session and answers
+//                         303 to queues with the session cookie (the token
+//                         leaves the URL). Failures count towards the limit.
+//   POST login            the form: token + csrf (double-submit, against the
+//                         brine_login_csrf cookie).
+//   GET  logout           a page with the logout button; POST logout (csrf)
+//                         ends the session.
+//   GET  queues           queue names, lengths and items (?format=json|csv).
+//   GET  jobs/<jid>       a job's load and returns (?format=json).
+//   GET  static/<name>.<hash>.<ext>  the embedded assets, immutable.
+// Without a session (or a trusted X-Remote-User), JSON and CSV answer 401 and
+// HTML redirects to login. A Host header that is neither a loopback address
+// nor in Options::hosts is answered 403, before anything else.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "brine/core/time.h"
+#include "brine/web/auth.h"
+#include "brine/web/http_server.h"
+
+namespace brine::web {
+
+class StorePool;
+
+class App {
+ public:
+  struct Options {
+    std::filesystem::path database;  // read-only (brine.read_database when set)
+    std::string token;               // the login token (64 hex digits)
+    std::string base_path = "/";     // starts and ends with "/"
+    std::vector<std::string> hosts;  // brine.web_hosts
+    bool trust_remote_user = false;  // brine.web_trust_remote_user
+    const Clock* clock = nullptr;    // nullptr: the system clock; else it outlives the App
+    Sessions::Limits session_limits{};
+    std::size_t max_login_failures = 10;  // per login_window
+    std::chrono::seconds login_window{60};
+  };
+  explicit App(Options options);
+  ~App();
+  App(const App&) = delete;
+  App& operator=(const App&) = delete;
+
+  // Answers one request; safe to call from several threads at once.
+  [[nodiscard]] Response Handle(const Request& request);
+
+  [[nodiscard]] std::int64_t failed_logins() { return limiter_.total_failures(); }
+
+ private:
+  Response Route(const Request& request, const std::string& path);
+  Response Login(const Request& request);
+  Response Logout(const Request& request, const Sessions::Session& session, const std::string& session_id);
+  Response StartSession(const std::string& user);
+
+  Options options_;
+  SystemClock system_clock_;
+  const Clock& clock_;  // options_.clock or system_clock_
+  Sessions sessions_;
+  LoginLimiter limiter_;
+  std::unique_ptr<StorePool> stores_;
+};
+
+// True for a Host header value naming a loopback address (127.0.0.0/8,
+// [::1], "localhost"), with or without a port, or a name in `allowed`
+// (compared without case and port).
+[[nodiscard]] bool HostAllowed(const std::string& host, const std::vector<std::string>& allowed);
+
+}  // namespace brine::web

@@ -1,0 +1,46 @@
+// The pages, each a function from a request and the data it reads to a
+// Response, assembled from escaped pieces (html.h). The same data feeds the
+// HTML, JSON and CSV forms.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "brine/core/value.h"
+#include "brine/store/store.h"
+#include "brine/web/html.h"
+#include "brine/web/http_server.h"
+
+namespace brine::web {
+
+struct PageContext {
+  std::string base_path;  // "/" or "/brine/"
+  std::string user;       // who is logged in
+  std::string csrf;       // the session's CSRF token, for the logout form
+};
+
+// The page around `body`: the stylesheet, the ES module, the navigation, the
+// time toggle and the logout button.
+[[nodiscard]] Html Layout(const PageContext& ctx, std::string_view title, const Html& body);
+// `t` as ISO 8601 UTC with microseconds ("2026-11-26T09:00:00.000000Z").
+[[nodiscard]] std::string IsoTime(Micros t);
+// <time datetime="ISO">ISO</time>, which the ES module can show in the browser's zone.
+[[nodiscard]] Html TimeElement(Micros t);
+
+[[nodiscard]] Response HtmlResponse(int status, const Html& page);
+[[nodiscard]] Response JsonResponse(int status, const Value& data);
+[[nodiscard]] Response CsvResponse(const std::string& csv, const std::string& filename);
+
+// The login form (POST, with `login_csrf` as a hidden field); `message` is
+// shown above it when not empty.
+[[nodiscard]] Html LoginPage(const std::string& base_path, const std::string& login_csrf, std::string_view message);
+
+// /queues over the store at `database` (format: "", "json" or "csv").
+[[nodiscard]] Response QueuesPage(const PageContext& ctx, const std::filesystem::path& database,
+                                  const std::string& format);
+// /jobs/<jid> from `store`.
+[[nodiscard]] Response JobPage(const PageContext& ctx, store::Store& store, const std::string& jid,
+                               const std::string& format);
+
+}  // namespace brine::web
