@@ -810,36 +810,7 @@ class PostgresBackend final : public Backend {
           Plan::kReuse);
   }
 
-  // --- maintenance --------------------------------------------------------------
-
-  Store::SpaceInfo Space() override {
-    return Guard("space", Op::kRead, [&] {
-      // Pages in the sense of Store: the database's size in 8 KiB blocks.
-      PgResult r = Db().Exec("SELECT pg_database_size(current_database()), current_setting('block_size')::bigint");
-      Store::SpaceInfo info;
-      info.page_size = r.integer(0, 1);
-      info.page_count = r.integer(0, 0) / info.page_size;
-      return info;
-    });
-  }
-
-  // PostgreSQL's autovacuum keeps freed space for reuse; nothing to give back by hand.
-  void IncrementalVacuum(std::int64_t) override {}
-  void Checkpoint() override {}
-
   // --- reads ----------------------------------------------------------------------
-
-  // A server's database is backed up with the server's tools (pg_dump,
-  // pg_basebackup, WAL archiving), not file by file: docs/scaling.md.
-  void BackupTo(const std::filesystem::path&) override {
-    throw StoreError("backup: a PostgreSQL store is backed up with pg_dump or pg_basebackup, not brine.backup");
-  }
-
-  // PostgreSQL has no PRAGMA integrity_check (amcheck is an extension a
-  // role may not have); the server checks its pages itself.
-  std::string IntegrityCheck() override {
-    throw StoreError("integrity_check: not available on PostgreSQL (use the amcheck extension)");
-  }
 
   Store::RowCounts CountRows() override {
     return Guard("count_rows", Op::kRead, [&] {

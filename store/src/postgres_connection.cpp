@@ -25,10 +25,6 @@ std::int64_t PostgresRoundTrips() { return detail::PgRoundTripCount(); }
 
 namespace brine::store::detail {
 
-bool IsPostgresUri(std::string_view database) {
-  return database.starts_with("postgresql://") || database.starts_with("postgres://");
-}
-
 PgResult::~PgResult() {
   if (r_ != nullptr) Libpq().PQclear(r_);
 }

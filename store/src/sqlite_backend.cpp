@@ -30,6 +30,7 @@ using detail::EventRow;
 using detail::JobState;
 using detail::LoadKind;
 using detail::LoadMembers;
+using detail::MaintenanceBackend;
 using detail::Op;
 using detail::ReturnRow;
 using detail::RethrowAsStoreError;
@@ -243,7 +244,7 @@ std::int64_t NextArrivalId(std::int64_t last, Micros received, const char* table
   return std::max(ToUnixMicros(received), last + 1);
 }
 
-class SqliteBackend final : public Backend {
+class SqliteBackend final : public Backend, private MaintenanceBackend {
  public:
   SqliteBackend(const std::filesystem::path& path, const OpenOptions& options)
       : db_(detail::OpenConnection(path, options)) {
@@ -607,11 +608,14 @@ class SqliteBackend final : public Backend {
     q.exec();
   }
 
-  // --- maintenance ----------------------------------------------------------------------
+  // --- maintenance (MaintenanceBackend) ------------------------------------------------
 
-  Store::SpaceInfo Space() override {
+  MaintenanceBackend* Maintenance() override { return this; }
+
+
+  StoreMaintenance::SpaceInfo Space() override {
     return Read("space", [&] {
-      Store::SpaceInfo info;
+      StoreMaintenance::SpaceInfo info;
       info.page_size = PragmaInt("PRAGMA page_size");
       info.page_count = PragmaInt("PRAGMA page_count");
       info.freelist_count = PragmaInt("PRAGMA freelist_count");
