@@ -214,7 +214,7 @@ TEST_CASE("store: get_jid, get_jid_full and ForEachReturnJson list minions in th
 
 // On PostgreSQL the names are read after the returns, by one range of
 // minion ids when the job's minions are most of it, else by a list of ids
-// (postgres_backend.cpp, NamesOf): both are taken here, a wrong name or a
+// (postgres_reads.cpp, NamesOf): both are taken here, a wrong name or a
 // missing one fails the case.
 TEST_CASE("store: each return comes back under its own minion's name when the job's minions are a few of many, "
           "side by side or spread out",
@@ -994,7 +994,7 @@ TEST_CASE("store: retention ages a jid that is not a time by when it was first s
 }
 
 // [sqlite]: 120,000 returns take minutes on PostgreSQL (one round trip each);
-// postgres_backend.cpp bounds its cache the same way, untested there.
+// postgres_writes.cpp bounds its cache the same way, untested there.
 TEST_CASE("store: more distinct minions than the name cache holds still get one row each", "[store][sqlite]") {
   // The minion-name cache starts again past 100,000 names (issue 14: it grew
   // without bound); names it forgot are looked up, never inserted twice.
