@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
   {
     auto s = brine::store::OpenStore(db_path, {.master_id = "bench_master"});
     const auto start = SteadyClock::now();
-    s->RefreshStatistics();
+    s->Maintenance()->RefreshStatistics();
     stats_s = std::chrono::duration<double>(SteadyClock::now() - start).count();
   }
   SQLite::Database meta(db_path.string(), SQLite::OPEN_READONLY);

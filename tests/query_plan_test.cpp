@@ -63,7 +63,7 @@ std::string BuildPlannedFleet(const std::filesystem::path& path) {
   std::string state_jid;
   auto s = brine::store::OpenStore(path);
   BuildFleet(*s, state_jid);
-  s->RefreshStatistics();
+  s->Maintenance()->RefreshStatistics();
   return state_jid;
 }
 
@@ -229,7 +229,7 @@ TEST_CASE("query plans: a one-sided jid window reads the jobs in it first, throu
       }
     }
     batch.Commit();
-    s->RefreshStatistics();
+    s->Maintenance()->RefreshStatistics();
   }
   SQLite::Database db(path.string(), SQLite::OPEN_READONLY);
   const std::vector<std::pair<std::string, std::string>> since = {

@@ -215,7 +215,7 @@ TEST_CASE("store: get_jid, get_jid_full and ForEachReturnJson list minions in th
 
 // On PostgreSQL the names are read after the returns, by one range of
 // minion ids when the job's minions are most of it, else by a list of ids
-// (postgres_backend.cpp, NamesOf): both are taken here, a wrong name or a
+// (postgres_reads.cpp, NamesOf): both are taken here, a wrong name or a
 // missing one fails the case.
 TEST_CASE("store: each return comes back under its own minion's name when the job's minions are a few of many, "
           "side by side or spread out",
@@ -841,7 +841,7 @@ TEST_CASE("store: a failed commit loses nothing once the batch is replayed", "[s
     auto s = OpenStore(f.path, opts);
   }
   const auto pages = std::stoll(f.Q("PRAGMA page_count"));
-  opts.max_page_count = pages + 20;
+  opts.sqlite.max_page_count = pages + 20;
   std::string payload(3000, 'p');
   std::vector<Value> batch_loads;
   for (int i = 0; i < 200; ++i) batch_loads.push_back(Ret(brine::FormatJid(kT0 + std::chrono::seconds(i)), "m1", payload));
@@ -862,7 +862,7 @@ TEST_CASE("store: a failed commit loses nothing once the batch is replayed", "[s
   s.reset();
   REQUIRE(f.Q("PRAGMA integrity_check") == "ok\n");
   // Space comes back (the quota is lifted); the caller reopens and replays the same batch.
-  opts.max_page_count = 0;
+  opts.sqlite.max_page_count = 0;
   s = OpenStore(f.path, opts);
   {
     auto batch = s->BeginBatch();
@@ -995,7 +995,7 @@ TEST_CASE("store: retention ages a jid that is not a time by when it was first s
 }
 
 // [sqlite]: 120,000 returns take minutes on PostgreSQL (one round trip each);
-// postgres_backend.cpp bounds its cache the same way, untested there.
+// postgres_writes.cpp bounds its cache the same way, untested there.
 TEST_CASE("store: more distinct minions than the name cache holds still get one row each", "[store][sqlite]") {
   // The minion-name cache starts again past 100,000 names (issue 14: it grew
   // without bound); names it forgot are looked up, never inserted twice.
@@ -1052,15 +1052,43 @@ TEST_CASE("store: freed pages go back to the file system with incremental_vacuum
   }
   while (s->CleanOldJobs(kT0, std::nullopt, 5000).more) {
   }
-  s->Checkpoint();
-  const auto before = s->Space();
+  brine::store::StoreMaintenance* m = s->Maintenance();
+  REQUIRE(m != nullptr);
+  m->Checkpoint();
+  const auto before = m->Space();
   REQUIRE(before.freelist_count > 100);
-  s->IncrementalVacuum(before.freelist_count);
-  s->Checkpoint();
-  const auto after = s->Space();
+  m->IncrementalVacuum(before.freelist_count);
+  m->Checkpoint();
+  const auto after = m->Space();
   REQUIRE(after.freelist_count == 0);
   REQUIRE(after.page_count < before.page_count - 100);
   REQUIRE(std::filesystem::file_size(f.path) == static_cast<std::uintmax_t>(after.page_count * after.page_size));
+}
+
+TEST_CASE("store: maintenance is offered where the database is a file here, and Describe says where it lives",
+          "[store]") {
+  Fixture f;
+  auto s = f.Open();
+  const brine::store::StoreLocation where = brine::store::Describe(f.path);
+  if (f.sqlite()) {
+    REQUIRE(s->Maintenance() != nullptr);
+    CHECK(s->Maintenance()->IntegrityCheck() == "ok");
+    CHECK(where.kind == brine::store::StoreLocation::Kind::kLocalFiles);
+    CHECK(where.folder == f.path.parent_path());
+    CHECK(where.lock_file == std::filesystem::path(f.path.string() + ".lock"));
+    REQUIRE(where.files.size() == 3);
+    CHECK(where.files[1] == std::filesystem::path(f.path.string() + "-wal"));
+    std::error_code ec;
+    const auto wal = std::filesystem::file_size(where.files[1], ec);
+    CHECK(where.bytes == static_cast<std::int64_t>(std::filesystem::file_size(f.path) + (ec ? 0 : wal)));
+  } else {
+    // PostgreSQL keeps its own (autovacuum, checkpoints, pg_dump): nothing to ask for.
+    CHECK(s->Maintenance() == nullptr);
+    CHECK(where.kind == brine::store::StoreLocation::Kind::kServer);
+    CHECK_FALSE(where.lock_file);
+    CHECK(where.files.empty());
+    CHECK_FALSE(where.bytes);
+  }
 }
 
 TEST_CASE("store: a job and the events read back whole for export, in order, within their windows", "[store]") {

@@ -306,9 +306,6 @@ struct Found {
 // is absent and throws ConfigError("<file>: <key>: expected ..., got ...")
 // when it is present but unusable.
 
-// postgresql:// or postgres://: a PostgreSQL database (store/'s rule too).
-bool IsDatabaseUri(std::string_view v) { return v.starts_with("postgresql://") || v.starts_with("postgres://"); }
-
 class Typer {
  public:
   Typer(const Layer& merged, const fs::path& master_path)
@@ -616,7 +613,7 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   // connection: config/ does not read URIs.
   auto database_of = [&](const Found& key) -> std::optional<std::string> {
     std::optional<std::string> database = Typer::Path(key);
-    if (!database || !IsDatabaseUri(*database)) {
+    if (!database || !IsServerDatabaseUri(*database)) {
       return database ? std::optional(internal::PrependRootDir(root_dir, *database)) : std::nullopt;
     }
     return database;
@@ -705,7 +702,7 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   // and checks); a server database has none here, so Salt's cachedir.
   std::optional<std::string> overflow_dir = Typer::Path(t.Brine("overflow_dir"));
   b.overflow_dir = overflow_dir ? fs::path(internal::PrependRootDir(root_dir, *overflow_dir))
-                   : IsDatabaseUri(b.database.native()) ? c.cachedir
+                   : IsServerDatabaseUri(b.database.native()) ? c.cachedir
                                                          : b.database.parent_path();
 
   ReadWebKeys(t, root_dir, b);

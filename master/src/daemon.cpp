@@ -110,8 +110,8 @@ struct Folder {
 std::vector<Folder> FoldersOf(const config::MasterConfig& cfg) {
   std::vector<Folder> folders = {{cfg.brine.log_file.parent_path(), "brine.log_file's folder"}};
   // A server database (PostgreSQL URI) has no folder on this machine.
-  if (!store::IsServerDatabase(cfg.brine.database)) {
-    folders.push_back({cfg.brine.database.parent_path(), "brine.database's folder"});
+  if (const auto where = store::Describe(cfg.brine.database); where.kind == store::StoreLocation::Kind::kLocalFiles) {
+    folders.push_back({where.folder, "brine.database's folder"});
   }
   if (cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) folders.push_back({cfg.brine.sock_dir, "brine.sock_dir"});
   if (cfg.ipc_mode == config::MasterConfig::IpcMode::kTcp) {
@@ -395,7 +395,7 @@ int Run(const Args& args, std::ostream& err) {
   for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);
   // One writer per SQLite file; a server database takes several masters.
   std::optional<StoreLock> store_lock;
-  if (!store::IsServerDatabase(cfg.brine.database)) store_lock.emplace(cfg.brine.database, cfg.id);
+  if (store::Describe(cfg.brine.database).lock_file) store_lock.emplace(cfg.brine.database, cfg.id);
 
   SystemClock clock;
   std::unique_ptr<DiskOverflow> overflow;
@@ -441,8 +441,7 @@ int Run(const Args& args, std::ostream& err) {
   wopts.database = cfg.brine.database;
   wopts.open.master_id = cfg.id;
   wopts.open.max_clock_skew = std::chrono::seconds(cfg.brine.max_clock_skew_s);
-  wopts.open.sync = cfg.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
-                                                                                : store::OpenOptions::Sync::kNormal;
+  wopts.open.sync = cfg.brine.sync;
   wopts.batch_max_events = static_cast<std::size_t>(cfg.brine.batch_max_events);
   wopts.batch_max_bytes = static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20;
   wopts.flush_interval = std::chrono::milliseconds(cfg.brine.flush_interval_ms);

@@ -8,6 +8,7 @@
 
 #include "brine/core/atomic_file.h"
 #include "brine/master/service_notify.h"
+#include "brine/store/store.h"
 
 namespace brine::master {
 namespace {
@@ -202,7 +203,8 @@ MetricsSnapshot Reporter::Take() {
     m.commit_lag_s = std::max(0.0, m.now_s - std::max(m.last_commit_s, m.start_time_s));
   }
   std::error_code ec;
-  m.store_bytes = FileSize(options_.database) + FileSize(std::filesystem::path(options_.database.string() + "-wal"));
+  // The file and its WAL (store::Describe); 0 for a server's, not measured here.
+  m.store_bytes = store::Describe(options_.database).bytes.value_or(0);
   if (!options_.spool_dir.empty() && std::filesystem::is_directory(options_.spool_dir, ec)) {
     const auto now_file = std::filesystem::file_time_type::clock::now();
     for (const auto& entry : std::filesystem::directory_iterator(options_.spool_dir, ec)) {

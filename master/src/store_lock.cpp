@@ -8,10 +8,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "brine/store/store.h"
+
 namespace brine::master {
 
 std::filesystem::path StoreLock::PathFor(const std::filesystem::path& database) {
-  return database.string() + ".lock";
+  // store::Describe names it; a server database (no lock) never gets here.
+  return store::Describe(database).lock_file.value_or(database.string() + ".lock");
 }
 
 StoreLock::StoreLock(const std::filesystem::path& database, const std::string& master_id) {

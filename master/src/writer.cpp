@@ -504,10 +504,13 @@ void Writer::MaintenanceStep() {
         }
         return;
       }
+      // Vacuum, statistics and checkpoint are the store's maintenance, which
+      // a server database does without (store.h, StoreMaintenance).
       case Phase::kVacuum: {
-        const auto space = store_->Space();
+        store::StoreMaintenance* maintenance = store_->Maintenance();
+        const auto space = maintenance != nullptr ? maintenance->Space() : store::StoreMaintenance::SpaceInfo{};
         if (space.page_count > 0 && space.freelist_count * 10 > space.page_count) {
-          store_->IncrementalVacuum(std::min(space.freelist_count, kVacuumPagesPerStep));
+          maintenance->IncrementalVacuum(std::min(space.freelist_count, kVacuumPagesPerStep));
         } else {
           phase_ = Phase::kStatistics;
         }
@@ -515,11 +518,11 @@ void Writer::MaintenanceStep() {
       }
       case Phase::kStatistics:
         // Keeps the views' index plans as the store grows (issue 15); sampled, so milliseconds.
-        store_->RefreshStatistics();
+        if (store::StoreMaintenance* maintenance = store_->Maintenance()) maintenance->RefreshStatistics();
         phase_ = Phase::kCheckpoint;
         return;
       case Phase::kCheckpoint:
-        store_->Checkpoint();
+        if (store::StoreMaintenance* maintenance = store_->Maintenance()) maintenance->Checkpoint();
         if (auto oldest = store_->OldestEvent()) {
           oldest_event_us_ = ToUnixMicros(*oldest);
         } else {

@@ -119,7 +119,8 @@ Value Stats(Context& ctx) {
   }
   Value store = Value::EmptyMap();
   store.Set("path", store::RedactDatabase(db));
-  store.Set("bytes", size(db) + size(std::filesystem::path(db.string() + "-wal")));
+  // On disk: the file and its WAL; a server's size is not read here (0).
+  store.Set("bytes", static_cast<long long>(store::Describe(db).bytes.value_or(0)));
   store.Set("spool_files", spool_files);
   store.Set("spool_bytes", spool_bytes);
   out.Set("store", std::move(store));
@@ -169,18 +170,23 @@ Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent
                 std::to_string(static_cast<long long>(Metric(*m, "brine_queue_frames"))) + " frames, " +
                 Fixed(queue / 1048576.0, 1) + " MiB");
   }
-  // Writable: a read-only or full filesystem, or a file the master cannot write.
+  // Writable: a read-only or full filesystem, or a file the master cannot
+  // write. A server database has no file here; the master's commits (the lag
+  // above) are its health.
   const auto& db = cfg.brine.database;
-  struct statvfs fs {};
-  if (::statvfs(db.parent_path().c_str(), &fs) == 0) {
-    if ((fs.f_flag & ST_RDONLY) != 0) return fail("the store is not writable: " + db.parent_path().string() + " is mounted read-only");
-    const double free_mib = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) / 1048576.0;
-    if (free_mib < 64) return fail("the store is not writable: " + Fixed(free_mib, 1) + " MiB free on its filesystem");
-  }
-  struct stat st {};
-  if (::stat(db.c_str(), &st) != 0) return fail("the store is not writable: " + store::RedactDatabase(db) + " does not exist");
-  if ((::geteuid() == 0 || ::geteuid() == st.st_uid) && ::access(db.c_str(), W_OK) != 0) {
-    return fail("the store is not writable: " + store::RedactDatabase(db) + " denies writing");
+  const store::StoreLocation where = store::Describe(db);
+  if (where.kind == store::StoreLocation::Kind::kLocalFiles) {
+    struct statvfs fs {};
+    if (::statvfs(where.folder.c_str(), &fs) == 0) {
+      if ((fs.f_flag & ST_RDONLY) != 0) return fail("the store is not writable: " + where.folder.string() + " is mounted read-only");
+      const double free_mib = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) / 1048576.0;
+      if (free_mib < 64) return fail("the store is not writable: " + Fixed(free_mib, 1) + " MiB free on its filesystem");
+    }
+    struct stat st {};
+    if (::stat(db.c_str(), &st) != 0) return fail("the store is not writable: " + store::RedactDatabase(db) + " does not exist");
+    if ((::geteuid() == 0 || ::geteuid() == st.st_uid) && ::access(db.c_str(), W_OK) != 0) {
+      return fail("the store is not writable: " + store::RedactDatabase(db) + " denies writing");
+    }
   }
   return Value("brine-master is running and keeps up: " + Fixed(Metric(*m, "brine_events_received_per_second"), 1) +
                " frames/s over the last minute, " + std::to_string(pending) + " pending, last commit " +
@@ -196,10 +202,19 @@ Value Backup(Context& ctx, const std::string& path) {
     // The store brine-master writes, never brine.read_database: a backup of
     // a copy would carry the copy's lag.
     const auto& cfg = ctx.config().brine;
+    // A server's database is backed up with the server's tools (pg_dump,
+    // pg_basebackup, WAL archiving), not file by file: docs/scaling.md.
+    const auto backup = [&](store::Store& s) {
+      store::StoreMaintenance* maintenance = s.Maintenance();
+      if (maintenance == nullptr) {
+        throw RuntimeFailure("backup: a PostgreSQL store is backed up with pg_dump or pg_basebackup, not brine.backup");
+      }
+      maintenance->BackupTo(to);
+    };
     if (cfg.read_database) {
-      store::OpenStore(cfg.database, {.access = store::OpenOptions::Access::kReadOnly})->BackupTo(to);
+      backup(*store::OpenStore(cfg.database, {.access = store::OpenOptions::Access::kReadOnly}));
     } else {
-      ctx.Store().BackupTo(to);
+      backup(ctx.Store());
     }
   } catch (const store::StoreError& e) {
     throw RuntimeFailure(e.what());
@@ -207,7 +222,8 @@ Value Backup(Context& ctx, const std::string& path) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::string verdict;
   try {
-    verdict = store::OpenStore(to, {.access = store::OpenOptions::Access::kReadOnly})->IntegrityCheck();
+    // The copy is a SQLite file, which has maintenance.
+    verdict = store::OpenStore(to, {.access = store::OpenOptions::Access::kReadOnly})->Maintenance()->IntegrityCheck();
   } catch (const store::StoreError& e) {
     verdict = e.what();
   }

@@ -31,7 +31,7 @@ store::Store& Context::Store() {
       // A query reads each page about once, so the operating system's page
       // cache serves it as well as SQLite's; a small one of our own keeps a
       // 50 MB return from being held twice.
-      store_ = store::OpenStore(path, {.access = store::OpenOptions::Access::kReadOnly, .cache_kib = 4 * 1024});
+      store_ = store::OpenStore(path, {.access = store::OpenOptions::Access::kReadOnly, .sqlite = {.cache_kib = 4 * 1024}});
     } catch (const store::StoreError& e) {
       throw RuntimeFailure(e.what());
     }
@@ -45,11 +45,9 @@ store::Store& Context::Store() {
 
 store::Queues& Context::Queues() {
   if (!queues_) {
-    const auto sync = config_.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
-                                                                                   : store::OpenOptions::Sync::kNormal;
     Debug("opening the queue tables in " + store::RedactDatabase(config_.brine.database) + " read-write");
     try {
-      queues_ = store::OpenQueues(config_.brine.database, {.sync = sync});
+      queues_ = store::OpenQueues(config_.brine.database, {.sync = config_.brine.sync});
     } catch (const store::StoreError& e) {
       throw RuntimeFailure(e.what());
     }
@@ -59,8 +57,7 @@ store::Queues& Context::Queues() {
 
 std::unique_ptr<store::Store> OpenWritableStore(const config::MasterConfig& config, store::OpenOptions options) {
   options.access = store::OpenOptions::Access::kReadWrite;
-  options.sync = config.brine.sync == config::MasterConfig::Brine::Sync::kFull ? store::OpenOptions::Sync::kFull
-                                                                              : store::OpenOptions::Sync::kNormal;
+  options.sync = config.brine.sync;
   try {
     return store::OpenStore(config.brine.database, options);
   } catch (const store::StoreError& e) {

@@ -93,6 +93,23 @@ struct EventRow {
 
 enum class Op { kRead, kWrite };
 
+// StoreMaintenance's primitives on a database that lives in files here.
+// IncrementalVacuum and RefreshStatistics run in a transaction of their own
+// and throw their driver's errors (JobCache hands them to Backend::Rethrow);
+// the others translate their own.
+class MaintenanceBackend {
+ public:
+  virtual StoreMaintenance::SpaceInfo Space() = 0;
+  virtual void IncrementalVacuum(std::int64_t pages) = 0;
+  virtual void Checkpoint() = 0;
+  virtual void RefreshStatistics() = 0;
+  virtual void BackupTo(const std::filesystem::path& to) = 0;
+  virtual std::string IntegrityCheck() = 0;
+
+ protected:
+  ~MaintenanceBackend() = default;  // the Backend that offers it owns it
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -162,18 +179,14 @@ class Backend {
   virtual void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) = 0;
   virtual void ForgetSpoolProgress(const std::string& file_key) = 0;
 
-  // --- maintenance outside transactions (Store's contract) ---------------------
-  virtual Store::SpaceInfo Space() = 0;
-  virtual void IncrementalVacuum(std::int64_t pages) = 0;  // in a transaction of its own
-  virtual void Checkpoint() = 0;
-  // Refreshes the planner's statistics in a transaction of its own. A
-  // database that keeps them itself (PostgreSQL's autovacuum) need not.
-  virtual void RefreshStatistics() {}
+  // --- maintenance outside transactions -----------------------------------------
+  // This backend's StoreMaintenance primitives (store.h), or nullptr when the
+  // database has none here (a server). JobCache adds the batch and
+  // refuse-after-a-failed-commit checks and translates the errors.
+  virtual MaintenanceBackend* Maintenance() { return nullptr; }
 
   // --- reads: each translates its own errors ---------------------------------
-  // Store::BackupTo, IntegrityCheck and CountRows (store.h).
-  virtual void BackupTo(const std::filesystem::path& to) = 0;
-  virtual std::string IntegrityCheck() = 0;
+  // Store::CountRows (store.h).
   virtual Store::RowCounts CountRows() = 0;
   virtual std::int64_t UsedBytes() = 0;
   virtual std::optional<Micros> OldestEvent() = 0;

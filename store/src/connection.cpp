@@ -104,11 +104,11 @@ std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& pa
       db->exec("PRAGMA journal_mode = WAL");
       db->exec(std::string("PRAGMA synchronous = ") +
                (options.sync == OpenOptions::Sync::kFull ? "FULL" : "NORMAL"));
-      db->exec("PRAGMA journal_size_limit = " + std::to_string(options.journal_size_limit_bytes));
+      db->exec("PRAGMA journal_size_limit = " + std::to_string(options.sqlite.journal_size_limit_bytes));
       // Zero freed cells in place but skip the extra I/O of overwriting freelist pages.
       db->exec("PRAGMA secure_delete = FAST");
-      if (options.max_page_count > 0) {
-        db->exec("PRAGMA max_page_count = " + std::to_string(options.max_page_count));
+      if (options.sqlite.max_page_count > 0) {
+        db->exec("PRAGMA max_page_count = " + std::to_string(options.sqlite.max_page_count));
       }
     } else {
       const int version = ReadSchemaVersion(*db);
@@ -118,7 +118,7 @@ std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& pa
       if (version == 0) throw FatalError(path.string() + " is not a brine store (schema version 0)");
       db->exec("PRAGMA query_only = ON");
     }
-    db->exec("PRAGMA cache_size = -" + std::to_string(options.cache_kib));
+    db->exec("PRAGMA cache_size = -" + std::to_string(options.sqlite.cache_kib));
     db->exec("PRAGMA temp_store = MEMORY");
     db->exec("PRAGMA foreign_keys = OFF");
   } catch (...) {

@@ -90,7 +90,7 @@ bool StampsDiffer(const Value& stored, const Value& ret) {
   return a != nullptr && b != nullptr && !(*a == *b);
 }
 
-class JobCache final : public Store {
+class JobCache final : public Store, private StoreMaintenance {
  public:
   JobCache(std::unique_ptr<Backend> backend, const OpenOptions& options)
       : clock_(options.clock != nullptr ? options.clock : &system_clock_),
@@ -241,13 +241,19 @@ class JobCache final : public Store {
     Write("forget_spool_progress", [&] { backend_->ForgetSpoolProgress(file_key); });
   }
 
-  SpaceInfo Space() override { return backend_->Space(); }
+  // --- maintenance: StoreMaintenance, when the backend has it --------------------
+
+  StoreMaintenance* Maintenance() override {
+    return backend_->Maintenance() != nullptr ? static_cast<StoreMaintenance*>(this) : nullptr;
+  }
+
+  SpaceInfo Space() override { return backend_->Maintenance()->Space(); }
 
   void IncrementalVacuum(std::int64_t pages) override {
     if (in_batch_) throw StoreError("incremental_vacuum cannot run inside a batch");
     CheckWritable("incremental_vacuum");
     try {
-      backend_->IncrementalVacuum(pages);
+      backend_->Maintenance()->IncrementalVacuum(pages);
     } catch (...) {
       Abandon();
       backend_->Rethrow("incremental_vacuum", Op::kWrite);
@@ -257,27 +263,28 @@ class JobCache final : public Store {
   void Checkpoint() override {
     CheckWritable("checkpoint");
     if (in_batch_) throw StoreError("a checkpoint cannot run inside a batch");
-    backend_->Checkpoint();
+    backend_->Maintenance()->Checkpoint();
   }
 
   void RefreshStatistics() override {
     if (in_batch_) throw StoreError("statistics cannot be refreshed inside a batch");
     CheckWritable("refresh_statistics");
     try {
-      backend_->RefreshStatistics();
+      backend_->Maintenance()->RefreshStatistics();
     } catch (...) {
       Abandon();
       backend_->Rethrow("refresh_statistics", Op::kWrite);
     }
   }
 
-  // --- reads --------------------------------------------------------------------
-
   void BackupTo(const std::filesystem::path& to) override {
     if (in_batch_) throw StoreError("a backup cannot run inside a batch");
-    backend_->BackupTo(to);
+    backend_->Maintenance()->BackupTo(to);
   }
-  std::string IntegrityCheck() override { return backend_->IntegrityCheck(); }
+  std::string IntegrityCheck() override { return backend_->Maintenance()->IntegrityCheck(); }
+
+  // --- reads --------------------------------------------------------------------
+
   RowCounts CountRows() override { return backend_->CountRows(); }
   std::optional<Micros> OldestEvent() override { return backend_->OldestEvent(); }
   Value GetCounters() override { return backend_->GetCounters(); }

@@ -25,10 +25,6 @@ std::int64_t PostgresRoundTrips() { return detail::PgRoundTripCount(); }
 
 namespace brine::store::detail {
 
-bool IsPostgresUri(std::string_view database) {
-  return database.starts_with("postgresql://") || database.starts_with("postgres://");
-}
-
 PgResult::~PgResult() {
   if (r_ != nullptr) Libpq().PQclear(r_);
 }
@@ -293,7 +289,7 @@ void RethrowPgAsStoreError(std::string_view context, Op op) {
     const std::string& s = e.sqlstate();
     if (s == "40001" || s == "40P01" || s == "55P03") throw BusyError(msg);
     // A return another writer stored first, behind no job lock: the batch's
-    // INSERT of returns takes no ON CONFLICT (postgres_backend.cpp,
+    // INSERT of returns takes no ON CONFLICT (postgres_pipeline.cpp,
     // AppendReturnInserts), so the replay, which reads the job again, counts
     // it as a repeat. ret's partitions are ret_pYYYYMMDD and ret_default.
     if (s == "23505" && (e.table() == "ret" || e.table().starts_with("ret_"))) throw BusyError(msg);

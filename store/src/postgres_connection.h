@@ -21,10 +21,6 @@ struct pg_result;
 
 namespace brine::store::detail {
 
-// True when `database` names a PostgreSQL database (a postgresql:// or
-// postgres:// URI, libpq's syntax) rather than a SQLite file.
-[[nodiscard]] bool IsPostgresUri(std::string_view database);
-
 // Thrown by PgConnection for a server or connection error; Rethrow turns it
 // into a store error.
 class PgError : public std::runtime_error {

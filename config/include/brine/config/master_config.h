@@ -148,6 +148,7 @@
 #include <vector>
 
 #include "brine/config/config_error.h"
+#include "brine/core/database.h"
 #include "brine/core/value.h"
 
 namespace brine::config {
@@ -194,7 +195,7 @@ struct MasterConfig {
   [[nodiscard]] bool PluginIsJobCache() const { return master_job_cache == "brine"; }
 
   struct Brine {
-    enum class Sync { kNormal, kFull };
+    using Sync = SyncMode;  // brine/core/database.h: store::OpenOptions::sync takes it as it is
 
     std::filesystem::path database = "/var/cache/salt/master/brine.sqlite";
     // brine-run's reads, when set (a replica); writes always go to `database`.

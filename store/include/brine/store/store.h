@@ -28,31 +28,36 @@
 #include <string>
 #include <vector>
 
+#include "brine/core/database.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
 #include "brine/store/errors.h"
 
 namespace brine::store {
 
-struct OpenOptions {
-  enum class Access { kReadWrite, kReadOnly };
-  enum class Sync { kNormal, kFull };
-  Access access = Access::kReadWrite;
-  // NORMAL: a commit is durable once the WAL is checkpointed or the OS flushes;
-  // a power cut may lose the last commits but never corrupts. FULL: fsync each commit.
-  Sync sync = Sync::kNormal;
-  // How long a statement waits on another connection's lock before BusyError.
-  std::chrono::milliseconds busy_timeout{10000};
+// The SQLite backend's own options; a PostgreSQL store ignores them.
+struct SqliteOptions {
   // Page cache per connection. Large enough to keep every minion's hot index
   // page in memory during a batch.
   std::int64_t cache_kib = 64 * 1024;
   // The WAL is truncated back to this size after checkpoints.
   std::int64_t journal_size_limit_bytes = 64 * 1024 * 1024;
-  // Recorded as `master_id` on archived events (Salt's opts["id"]).
-  std::string master_id = "brine_master";
   // Caps the database at this many pages (0: SQLite's limit). A quota, and a
   // way for tests to make a commit fail the way a full disk does.
   std::int64_t max_page_count = 0;
+};
+
+struct OpenOptions {
+  enum class Access { kReadWrite, kReadOnly };
+  // brine.sync (brine/core/database.h says what each mode promises).
+  using Sync = SyncMode;
+  Access access = Access::kReadWrite;
+  Sync sync = Sync::kNormal;
+  // How long a statement waits on another connection's lock before BusyError.
+  std::chrono::milliseconds busy_timeout{10000};
+  SqliteOptions sqlite;
+  // Recorded as `master_id` on archived events (Salt's opts["id"]).
+  std::string master_id = "brine_master";
   // Source of "now" for jids and arrival times; nullptr means the system clock.
   // When given it must outlive the Store.
   const Clock* clock = nullptr;
@@ -231,6 +236,48 @@ class Batch {
   Store* store_;  // the Store outlives its batches
 };
 
+// What a store whose database lives in files on this machine (SQLite) also
+// offers: giving space back, checkpoints, planner statistics, a consistent
+// copy and an integrity check. A server database (PostgreSQL) has none of
+// these here (autovacuum, the server's checkpoints and statistics,
+// pg_dump/pg_basebackup and amcheck do the same there), so
+// Store::Maintenance() is nullptr for it: a caller asks, and nothing is
+// filled with no-ops or throws. Obtained from and owned by a Store; it
+// belongs to the Store's thread and lives as long as the Store.
+class StoreMaintenance {
+ public:
+  // The database's pages: `page_count` in all, `freelist_count` of them free.
+  struct SpaceInfo {
+    std::int64_t page_size = 0;
+    std::int64_t page_count = 0;
+    std::int64_t freelist_count = 0;
+  };
+  [[nodiscard]] virtual SpaceInfo Space() = 0;
+  // Gives up to `pages` free pages back to the file system (auto_vacuum is
+  // INCREMENTAL). Runs in a transaction of its own; throws StoreError inside
+  // a batch or on a Store refusing writes.
+  virtual void IncrementalVacuum(std::int64_t pages) = 0;
+  // Tries a wal_checkpoint(TRUNCATE). Readers may keep it from completing;
+  // that is not an error. Throws StoreError inside a batch.
+  virtual void Checkpoint() = 0;
+  // Refreshes the query planner's statistics (ANALYZE bounded by
+  // analysis_limit, a few milliseconds on any size of store), so the views'
+  // natural predicates keep their index plans as the store grows. Runs in a
+  // transaction of its own; not inside a batch. Throws StoreError.
+  virtual void RefreshStatistics() = 0;
+  // Writes a consistent copy of the whole store to `to` (SQLite's backup API
+  // in one step under one read transaction, so a writer on another connection
+  // goes on and the copy is the store as of one commit; a single file, no WAL
+  // beside it). Works on a read-only Store. Throws StoreError when `to`
+  // exists or cannot be written, or inside a batch.
+  virtual void BackupTo(const std::filesystem::path& to) = 0;
+  // PRAGMA integrity_check's verdict: "ok", or its first messages joined by "; ".
+  [[nodiscard]] virtual std::string IntegrityCheck() = 0;
+
+ protected:
+  ~StoreMaintenance() = default;  // not owned through this interface
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -353,24 +400,10 @@ class Store {
   // (file_key, offset_bytes) in file_key order; empty when none. Throws StoreError.
   [[nodiscard]] virtual std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() = 0;
 
-  struct SpaceInfo {
-    std::int64_t page_size = 0;
-    std::int64_t page_count = 0;
-    std::int64_t freelist_count = 0;
-  };
-  [[nodiscard]] virtual SpaceInfo Space() = 0;
-  // Gives up to `pages` free pages back to the file system (auto_vacuum is
-  // INCREMENTAL). Runs in a transaction of its own; not inside a batch.
-  virtual void IncrementalVacuum(std::int64_t pages) = 0;
-  // Tries a wal_checkpoint(TRUNCATE). Readers may keep it from completing;
-  // that is not an error. Not inside a batch.
-  virtual void Checkpoint() = 0;
-  // Refreshes the query planner's statistics (SQLite: ANALYZE bounded by
-  // analysis_limit, a few milliseconds on any size of store), so the views'
-  // natural predicates keep their index plans as the store grows. Runs in a
-  // transaction of its own; not inside a batch. Throws StoreError. A backend
-  // that keeps its statistics itself need not override it.
-  virtual void RefreshStatistics() {}
+  // --- maintenance -----------------------------------------------------------------
+  // The store's maintenance (StoreMaintenance above) when its backend has it
+  // (SQLite), nullptr when not (PostgreSQL). Never throws.
+  [[nodiscard]] virtual StoreMaintenance* Maintenance() = 0;
 
   // --- reads --------------------------------------------------------------------
   // Every job whose jid text lies in [jid_min, jid_max] (each bound optional),
@@ -385,14 +418,6 @@ class Store {
   // in archive order, as salt_events shows it. `fn` as for ForEachStoredJob.
   virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                             const std::function<void(ArchivedEvent&&)>& fn) = 0;
-  // Writes a consistent copy of the whole store to `to` (SQLite's backup API
-  // in one step under one read transaction, so a writer on another connection
-  // goes on and the copy is the store as of one commit; a single file, no WAL
-  // beside it). Works on a read-only Store. Throws StoreError when `to`
-  // exists or cannot be written.
-  virtual void BackupTo(const std::filesystem::path& to) = 0;
-  // PRAGMA integrity_check's verdict: "ok", or its first messages joined by "; ".
-  [[nodiscard]] virtual std::string IntegrityCheck() = 0;
   // How many jobs and archived events the store holds (count(*): a full
   // index scan, for a once-per-start judgement, not for every pass).
   struct RowCounts {
@@ -452,6 +477,32 @@ class Store {
 // postgres:// URI in libpq's syntax) rather than a SQLite file: it has no
 // directory of its own to create.
 [[nodiscard]] bool IsServerDatabase(const std::filesystem::path& database);
+
+// Where the store named by `database` (a brine.database value) lives, as
+// Describe finds it without opening or connecting to it.
+struct StoreLocation {
+  enum class Kind {
+    kLocalFiles,  // a SQLite file and its companions in a folder here
+    kServer,      // a database on a server (IsServerDatabase)
+  };
+  Kind kind = Kind::kLocalFiles;
+  // kLocalFiles: the folder that holds the files (the path's parent, which
+  // brine-master creates); kServer: empty.
+  std::filesystem::path folder;
+  // The file brine-master's single-writer flock is taken on,
+  // "<database>.lock"; nullopt for a server, which takes several writers.
+  std::optional<std::filesystem::path> lock_file;
+  // The files that hold the store: the database, its "-wal" and its "-shm"
+  // (each named whether it exists or not); empty for a server.
+  std::vector<std::filesystem::path> files;
+  // The bytes the store takes on disk: the database file plus its "-wal",
+  // each counted 0 when missing (the -shm is an index of the WAL, not data);
+  // nullopt for a server, which Describe does not connect to (its size is
+  // the server's: pg_database_size, or Store::UsedBytes for the rows).
+  std::optional<std::int64_t> bytes;
+};
+// Says where `database` lives, reading only the file sizes. Never throws.
+[[nodiscard]] StoreLocation Describe(const std::filesystem::path& database);
 
 // The rule that a server database's URI holds no secret: a config file is
 // world-readable more often than not, and the URI shows in logs and errors;

@@ -1,0 +1,274 @@
+// SqliteBackend: the SQLite Backend of the job cache (backend.h), private to
+// store/src. One connection per Store, WAL, BEGIN IMMEDIATE batches,
+// incremental vacuum (MaintenanceBackend); layout in migrations/*.sql and
+// docs/schema.md. The class is declared here and defined by concern:
+//   sqlite_backend.cpp    opening, transactions, maintenance
+//   sqlite_writes.cpp     the job cache's write primitives and the event buffer
+//   sqlite_reads.cpp      the reads (Salt's getters, listings, export)
+//   sqlite_retention.cpp  retention and the size cap's pruning
+//   sqlite_functions.cpp  the SQL functions the queries call (brine_fnmatch, ...)
+// Every member belongs to the Store's thread. A write primitive runs inside
+// the transaction Begin opened and throws SQLiteCpp's errors (JobCache hands
+// them to Rethrow); a read translates its own (Read, Guard).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <SQLiteCpp/Database.h>
+#include <SQLiteCpp/Statement.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "backend.h"
+#include "brine/core/json.h"
+#include "brine/store/store.h"
+#include "connection.h"
+#include "statement_cache.h"
+
+namespace brine::store::detail {
+
+// Gives archived return events their own copy of the payload (with their
+// own _stamp) and tag, before the return they point at changes or goes; the
+// caller adds the WHERE clause.
+constexpr const char* kDetachEvents =
+    "UPDATE event SET"
+    " data = (SELECT CASE WHEN event.stamp IS NULL THEN r.full_ret"
+    "   ELSE json_set(r.full_ret, '$._stamp', event.stamp) END"
+    "   FROM ret AS r WHERE r.id = event.ret_id),"
+    " tag = coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name"
+    "   FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+    "   JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)),"
+    " ret_id = NULL, stamp = NULL";
+
+// Binds a return's `success` (0/1) and `retcode` at `first` and first + 1,
+// NULL where the return has none.
+inline void BindOutcome(SQLite::Statement& q, int first, const ReturnRow& row) {
+  if (row.success) {
+    q.bind(first, *row.success ? 1 : 0);
+  } else {
+    q.bind(first);
+  }
+  if (row.retcode) {
+    q.bind(first + 1, *row.retcode);
+  } else {
+    q.bind(first + 1);
+  }
+}
+
+inline void BindOptionalText(SQLite::Statement& q, int index, const std::optional<std::string>& v) {
+  if (v) {
+    q.bind(index, *v);
+  } else {
+    q.bind(index);
+  }
+}
+
+inline void BindOptionalInt(SQLite::Statement& q, int index, const std::optional<std::int64_t>& v) {
+  if (v) {
+    q.bind(index, *v);
+  } else {
+    q.bind(index);
+  }
+}
+
+// The id of a row of `table` (event, quarantine) arriving at `received` after
+// the row `last`: the arrival time, made strictly increasing. A store that
+// already holds the largest id (INT64_MAX, which an import of a line with
+// that time stored before brine.max_clock_skew_s existed) has no later one:
+// StoreError, never a signed overflow. The writer then quarantines the event
+// with this reason, which says how to free the id.
+inline std::int64_t NextArrivalId(std::int64_t last, Micros received, const char* table) {
+  if (last == std::numeric_limits<std::int64_t>::max()) {
+    throw StoreError(std::string("no ") + table + " id is left after " + std::to_string(last) + ": the " + table +
+                     " table holds a row at the largest time (year 294247), stored by an older brine; delete that row"
+                     " (DELETE FROM " + table + " WHERE id = " + std::to_string(last) + ") with brine-master stopped");
+  }
+  return std::max(ToUnixMicros(received), last + 1);
+}
+
+// Registers brine_fnmatch, brine_tgt_match, brine_meta_match,
+// brine_jid_is_time and brine_first_match on `db` (sqlite_functions.cpp),
+// for the reads and retention on our connections only.
+void RegisterSqlFunctions(SQLite::Database& db);
+
+class SqliteBackend final : public Backend, private MaintenanceBackend {
+ public:
+  // Minion name -> row id. A fleet that churns names (cloud instances) would
+  // otherwise grow it for ever (+82 MB per 600k names); past the bound it
+  // starts again, and a name not cached costs one indexed lookup.
+  static constexpr std::size_t kMaxCachedMinions = 100000;
+  // Archived events a statement inserts at once (FlushEvents).
+  static constexpr std::size_t kEventsPerInsert = 32;
+
+  SqliteBackend(const std::filesystem::path& path, const OpenOptions& options);
+  ~SqliteBackend() override;
+
+  // --- transactions ---------------------------------------------------------------
+
+  void Begin() override;
+  void Commit() override;
+  void Rollback() noexcept override;
+
+  void EndCall() noexcept override { ResetStatements(); }
+
+  [[noreturn]] void Rethrow(std::string_view context, Op op) override { RethrowAsStoreError(context, op); }
+
+  bool Shared() const override { return false; }
+
+  // --- job cache primitives -----------------------------------------------------------
+
+  JobState GetOrCreateJob(const std::string& jid, Micros seen) override;
+  void SetNocache(std::int64_t job) override;
+  void PutLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members,
+               LoadKind kind, const std::optional<std::string>& metadata_json) override;
+  void PutStubLoad(std::int64_t job, const std::string& load_json, const LoadMembers& members,
+                   std::string_view minion) override;
+  void DropStubMinions(std::int64_t job) override;
+  void AddExpected(std::int64_t job, std::span<const std::string> minions) override;
+  std::optional<ReturnId> InsertReturn(const ReturnRow& row) override;
+  std::pair<ReturnId, std::string> StoredReturn(std::int64_t job, std::string_view minion) override;
+  std::optional<std::pair<ReturnId, std::string>> FindReturn(const std::string& jid,
+                                                             const std::string& minion) override;
+  void ReplaceReturn(ReturnId id, const ReturnRow& row) override;
+  void SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) override;
+  std::optional<std::pair<std::int64_t, std::string>> ReturnOwner(ReturnId id) override;
+  void AppendEvents(std::vector<EventRow>&& events) override;
+  void Quarantine(std::string_view raw, const std::string& reason, Micros received) override;
+  void SetEndtime(std::int64_t job, const std::string& endtime) override;
+  CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override;
+  CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override;
+  std::int64_t UsedBytes() override;
+  void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override;
+  void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) override;
+  void ForgetSpoolProgress(const std::string& file_key) override;
+
+  // --- maintenance (MaintenanceBackend) ------------------------------------------------
+
+  MaintenanceBackend* Maintenance() override;
+  StoreMaintenance::SpaceInfo Space() override;
+  void IncrementalVacuum(std::int64_t pages) override;
+  void Checkpoint() override;
+  void RefreshStatistics() override;
+  void BackupTo(const std::filesystem::path& to) override;
+  std::string IntegrityCheck() override;
+
+  // --- reads (sqlite_reads.cpp) ----------------------------------------------------
+
+  Store::RowCounts CountRows() override;
+  std::optional<Micros> OldestEvent() override;
+  Value GetCounters() override;
+  std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override;
+  Value GetLoad(const std::string& jid) override;
+  Value GetJid(const std::string& jid) override;
+  Value GetJidFull(const std::string& jid) override;
+  void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
+  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override;
+  void ForEachStoredJob(const std::optional<std::string>& jid_min,
+                        const std::optional<std::string>& jid_max,
+                        const std::function<void(StoredJob&&)>& fn) override;
+  void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                    const std::function<void(ArchivedEvent&&)>& fn) override;
+  Value GetFun(const std::string& fun) override;
+  std::vector<std::string> GetMinions() override;
+  std::optional<std::string> GetEndtime(const std::string& jid) override;
+  int SchemaVersion() override;
+
+ private:
+  static Value StringList(const std::vector<std::string>& items) {
+    ValueList l;
+    for (const auto& s : items) l.emplace_back(s);
+    return Value(std::move(l));
+  }
+
+  SQLite::Statement& Stmt(const char* sql) { return statements_.Get(*db_, sql); }
+
+  template <class F>
+  auto Guard(const char* what, Op op, F&& f) -> decltype(f()) {
+    try {
+      return f();
+    } catch (...) {
+      RethrowAsStoreError(what, op);
+    }
+  }
+
+  template <class F>
+  auto Read(const char* what, F&& f) -> decltype(f()) {
+    return Guard(what, Op::kRead, [&]() -> decltype(f()) {
+      FlushEvents();  // a read inside a batch sees its events
+      auto result = f();
+      ResetStatements();
+      return result;
+    });
+  }
+
+  void ResetStatements() noexcept { statements_.ResetAll(); }
+
+  void FlushEvents();
+  void BindEvent(SQLite::Statement& q, int base, const std::pair<std::int64_t, EventRow>& event);
+  std::int64_t PragmaInt(const std::string& pragma);
+  void LoadHighWaterMarks();
+  std::int64_t MinionId(std::string_view name_view);
+  void AddExpectedOne(std::int64_t job_id, std::int64_t minion_id);
+  std::vector<std::string> ExpectedMinions(std::int64_t job_id);
+
+  // Each return of a jid with its minion's name, in no particular order.
+  static constexpr const char* kReturnsSql =
+      "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
+      " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = ?";
+
+  template <class F>
+  void ForEachReturn(const std::string& jid, std::span<const std::string_view> keys, F&& f) {
+    // Sorted here rather than by ORDER BY: SQLite's sorter would copy every
+    // payload, and one return can be 50 MB. std::string's order is SQLite's
+    // BINARY collation (bytes compared unsigned).
+    auto& q = Stmt(kReturnsSql);
+    q.bind(1, jid);
+    std::vector<std::pair<std::string, Value>> rows;
+    while (q.executeStep()) {
+      const SQLite::Column full = q.getColumn(1);
+      const std::string_view text(full.getText(), static_cast<std::size_t>(full.getBytes()));
+      rows.emplace_back(q.getColumn(0).getString(), keys.empty() ? ParseJson(text) : ParseJsonMembers(text, keys));
+    }
+    q.reset();
+    // Positions are sorted, not the rows: moving a parsed return is dearer than an index.
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a].first < rows[b].first; });
+    for (const std::size_t i : order) f(std::move(rows[i].first), std::move(rows[i].second));
+  }
+
+  static std::string Globs(const std::vector<RetentionRule>& rules);
+  std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget,
+                               const std::string& condition, const std::string& globs);
+  void DeleteOldJobs(Micros before, const std::string& condition, const std::string& globs,
+                     std::int64_t& budget, CleanResult& result);
+  void DeleteJob(std::int64_t id, std::int64_t& budget, CleanResult& result);
+  std::optional<std::pair<std::int64_t, std::int64_t>> OldestJob();
+  std::optional<std::int64_t> OldestId(const char* table);
+  void DeleteOldestRows(const char* table, const char* payload, std::int64_t until, std::int64_t n,
+                        std::int64_t& count, CleanResult& result);
+
+  std::unique_ptr<SQLite::Database> db_;
+  detail::StatementCache statements_;  // after db_: destroyed first
+  std::int64_t master_row_ = 0;
+  std::int64_t last_event_id_ = 0;
+  std::vector<std::pair<std::int64_t, EventRow>> pending_events_;  // (id, row), FlushEvents
+  std::int64_t last_quarantine_id_ = 0;
+  // Minion rows this connection wrote or read; dropped on rollback.
+  // Looked up by string_view without making a string (a name is rarely
+  // short enough for the small-string buffer).
+  struct NameHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::int64_t, NameHash, std::equal_to<>> minions_;
+};
+
+}  // namespace brine::store::detail

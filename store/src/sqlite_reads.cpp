@@ -1,0 +1,375 @@
+// SqliteBackend's reads: Salt's getters, the listings (GetJids' filters as
+// SQL over the brine_* functions), the export reads and the counters. Each
+// runs under Read (a read inside a batch sees its events; errors become
+// store errors; statements are reset so no snapshot is kept).
+#include "sqlite_backend.h"
+
+#include <exception>
+
+#include "brine/core/glob.h"
+#include "brine/core/jid.h"
+#include "migrations.h"
+
+namespace brine::store::detail {
+
+Store::RowCounts SqliteBackend::CountRows() {
+  return Read("count_rows", [&] {
+    Store::RowCounts c;
+    SQLite::Statement jobs(*db_, "SELECT count(*) FROM job");
+    if (jobs.executeStep()) c.jobs = jobs.getColumn(0).getInt64();
+    SQLite::Statement events(*db_, "SELECT count(*) FROM event");
+    if (events.executeStep()) c.events = events.getColumn(0).getInt64();
+    return c;
+  });
+}
+
+std::optional<Micros> SqliteBackend::OldestEvent() {
+  return Read("oldest_event", [&]() -> std::optional<Micros> {
+    SQLite::Statement q(*db_, "SELECT min(id) FROM event");
+    if (!q.executeStep() || q.getColumn(0).isNull()) return std::nullopt;
+    return FromUnixMicros(q.getColumn(0).getInt64());
+  });
+}
+
+Value SqliteBackend::GetCounters() {
+  return Read("get_counters", [&] {
+    SQLite::Statement q(*db_, "SELECT master_id, name, value FROM brine_counters ORDER BY master_id, name");
+    Value out = Value::EmptyMap();
+    while (q.executeStep()) {
+      const std::string master = q.getColumn(0).getString();
+      Value* m = out.Find(master);
+      if (m == nullptr) {
+        out.Set(master, Value::EmptyMap());
+        m = out.Find(master);
+      }
+      m->Set(q.getColumn(1).getString(), static_cast<long long>(q.getColumn(2).getInt64()));
+    }
+    return out;
+  });
+}
+
+std::vector<std::pair<std::string, std::int64_t>> SqliteBackend::GetSpoolProgress() {
+  return Read("get_spool_progress", [&] {
+    SQLite::Statement q(*db_, "SELECT file_key, offset_bytes FROM spool_progress WHERE master_id = ? ORDER BY file_key");
+    q.bind(1, master_row_);
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    while (q.executeStep()) out.emplace_back(q.getColumn(0).getString(), q.getColumn(1).getInt64());
+    return out;
+  });
+}
+
+Value SqliteBackend::GetLoad(const std::string& jid) {
+  return Read("get_load", [&] {
+    auto& q = Stmt("SELECT id, load FROM job WHERE jid = ?");
+    q.bind(1, jid);
+    if (!q.executeStep() || q.getColumn(1).isNull()) return Value::EmptyMap();
+    const std::int64_t job_id = q.getColumn(0).getInt64();
+    Value load = ParseJson(q.getColumn(1).getString());
+    q.reset();
+    ValueList minions;
+    for (std::string& m : ExpectedMinions(job_id)) minions.emplace_back(std::move(m));
+    if (!minions.empty()) load.Set("Minions", Value(std::move(minions)));
+    return load;
+  });
+}
+
+Value SqliteBackend::GetJid(const std::string& jid) {
+  return Read("get_jid", [&] {
+    Value out = Value::EmptyMap();
+    static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
+    ForEachReturn(jid, kKeys, [&](std::string minion, Value full) {
+      Value r = Value::EmptyMap();
+      for (const std::string_view key : kKeys) {
+        if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
+      }
+      out.as_map().emplace_back(std::move(minion), std::move(r));
+    });
+    return out;
+  });
+}
+
+Value SqliteBackend::GetJidFull(const std::string& jid) {
+  return Read("get_jid", [&] {
+    Value out = Value::EmptyMap();
+    ForEachReturn(jid, {}, [&](std::string minion, Value full) {
+      out.as_map().emplace_back(std::move(minion), std::move(full));
+    });
+    return out;
+  });
+}
+
+void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) {
+  std::exception_ptr caller_failure;
+  const auto deliver = [&](std::string_view minion, std::string_view text) {
+    if (caller_failure) return;
+    try {
+      fn(minion, text);
+    } catch (...) {
+      caller_failure = std::current_exception();
+    }
+  };
+  const auto text_of = [](const SQLite::Column& c) {
+    return std::string_view(c.getText(), static_cast<std::size_t>(c.getBytes()));
+  };
+  Read("get_jid", [&] {
+    // The count first, from ret's (job_id, minion_id) index. Its statement
+    // stays open until the rows are read, so both read one snapshot.
+    auto& count = Stmt("SELECT count(*) FROM job AS j JOIN ret AS r ON r.job_id = j.id WHERE j.jid = ?");
+    count.bind(1, jid);
+    count.executeStep();
+    const std::int64_t n = count.getColumn(0).getInt64();
+    auto& q = Stmt(kReturnsSql);
+    q.bind(1, jid);
+    if (n <= 1) {
+      // One return (the big ones: a 50 MB pillar dict) is handed out from
+      // SQLite's own buffer: a copy would be one more return's size in RSS.
+      while (q.executeStep()) deliver(text_of(q.getColumn(0)), text_of(q.getColumn(1)));
+    } else {
+      // Sorted here rather than by ORDER BY, whose sorter copies every
+      // payload: names and texts go into one buffer (not a string per row)
+      // and positions are sorted.
+      struct Row {
+        std::size_t at, name_size, text_size;
+      };
+      std::string arena;
+      std::vector<Row> rows;
+      rows.reserve(static_cast<std::size_t>(n));
+      while (q.executeStep()) {
+        const std::string_view name = text_of(q.getColumn(0));
+        const std::string_view text = text_of(q.getColumn(1));
+        rows.push_back({arena.size(), name.size(), text.size()});
+        arena += name;
+        arena += text;
+      }
+      const auto name_of = [&](const Row& r) { return std::string_view(arena).substr(r.at, r.name_size); };
+      std::sort(rows.begin(), rows.end(), [&](const Row& a, const Row& b) { return name_of(a) < name_of(b); });
+      for (const Row& r : rows) {
+        deliver(name_of(r), std::string_view(arena).substr(r.at + r.name_size, r.text_size));
+      }
+    }
+    q.reset();
+    count.reset();
+    return 0;
+  });
+  if (caller_failure) std::rethrow_exception(caller_failure);
+}
+
+void SqliteBackend::ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) {
+  // The caller's own failures pass through untranslated.
+  std::exception_ptr caller_failure;
+  const auto deliver = [&](JobRecord&& r) {
+    try {
+      fn(std::move(r));
+      return true;
+    } catch (...) {
+      caller_failure = std::current_exception();
+      return false;
+    }
+  };
+  Read("get_jids", [&] {
+    std::string sql = "SELECT jid, load, metadata, endtime FROM job WHERE load IS NOT NULL";
+    std::vector<std::string> binds;
+    if (filter.jid_min) {
+      sql += " AND jid >= ?";
+      binds.push_back(*filter.jid_min);
+    }
+    if (filter.jid_max) {
+      sql += " AND jid <= ?";
+      binds.push_back(*filter.jid_max);
+    }
+    if (!filter.function_globs.empty()) {
+      const bool literal = std::all_of(filter.function_globs.begin(), filter.function_globs.end(),
+                                       [](const std::string& g) { return IsLiteralGlob(g); });
+      if (literal) {
+        // Plain names use the (fun, jid) index.
+        sql += " AND fun IN (";
+        for (std::size_t i = 0; i < filter.function_globs.size(); ++i) {
+          sql += i == 0 ? "?" : ", ?";
+          binds.push_back(filter.function_globs[i]);
+        }
+        sql += ")";
+      } else {
+        sql += " AND brine_fnmatch(?, fun)";
+        binds.push_back(ToJson(StringList(filter.function_globs)));
+      }
+    }
+    for (const std::string& f : filter.exclude_functions) {
+      sql += " AND fun IS NOT ?";
+      binds.push_back(f);
+    }
+    if (!filter.target_globs.empty()) {
+      sql += " AND brine_tgt_match(load, ?)";
+      binds.push_back(ToJson(StringList(filter.target_globs)));
+    }
+    if (filter.has_returns) {
+      sql += *filter.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
+      sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
+    }
+    if (filter.has_failures) {
+      sql += *filter.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
+      sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = 0))";
+    }
+    if (filter.metadata) {
+      sql += " AND brine_meta_match(metadata, ?)";
+      binds.push_back(ToJson(*filter.metadata));
+    }
+    sql += filter.limit ? " ORDER BY jid DESC LIMIT " + std::to_string(*filter.limit)
+                        : " ORDER BY jid";
+    SQLite::Statement q(*db_, sql);
+    for (std::size_t i = 0; i < binds.size(); ++i) q.bind(static_cast<int>(i + 1), binds[i]);
+    auto record = [&] {
+      JobRecord r;
+      r.jid = q.getColumn(0).getString();
+      const SQLite::Column load = q.getColumn(1);
+      const std::string_view text(load.getText(), static_cast<std::size_t>(load.getBytes()));
+      if (filter.json_text) {
+        r.load_json = text;
+        if (!q.getColumn(2).isNull()) r.metadata_json = q.getColumn(2).getString();
+      } else {
+        r.load = ParseJson(text);
+        if (!q.getColumn(2).isNull()) r.metadata = ParseJson(q.getColumn(2).getString());
+      }
+      if (!q.getColumn(3).isNull()) r.endtime = q.getColumn(3).getString();
+      return r;
+    };
+    if (filter.limit) {
+      // Newest first from the index, handed out oldest first.
+      std::vector<JobRecord> newest;
+      while (q.executeStep()) newest.push_back(record());
+      for (auto it = newest.rbegin(); it != newest.rend() && deliver(std::move(*it)); ++it) {
+      }
+    } else {
+      while (q.executeStep() && deliver(record())) {
+      }
+    }
+    return 0;
+  });
+  if (caller_failure) std::rethrow_exception(caller_failure);
+}
+
+void SqliteBackend::ForEachStoredJob(const std::optional<std::string>& jid_min,
+                                     const std::optional<std::string>& jid_max,
+                                     const std::function<void(StoredJob&&)>& fn) {
+  std::exception_ptr caller_failure;
+  Read("export_jobs", [&] {
+    // The outer statement holds one read transaction open until it is
+    // done, so the inner ones read the same snapshot.
+    SQLite::Statement q(*db_,
+                        "SELECT id, jid, load_kind, load, metadata, nocache, endtime, seen_us FROM job"
+                        " WHERE (?1 IS NULL OR jid >= ?1) AND (?2 IS NULL OR jid <= ?2) ORDER BY jid");
+    if (jid_min) q.bind(1, *jid_min);
+    if (jid_max) q.bind(2, *jid_max);
+    SQLite::Statement minions(*db_,
+                              "SELECT m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
+                              " WHERE jm.job_id = ? ORDER BY m.name");
+    SQLite::Statement rets(*db_,
+                           "SELECT m.name, r.recv_us, r.full_ret FROM ret AS r JOIN minion AS m ON m.id = r.minion_id"
+                           " WHERE r.job_id = ? ORDER BY r.id");
+    while (!caller_failure && q.executeStep()) {
+      StoredJob job;
+      const std::int64_t id = q.getColumn(0).getInt64();
+      job.jid = q.getColumn(1).getString();
+      job.origin = detail::OriginOf(q.getColumn(2).getInt());
+      if (!q.getColumn(3).isNull()) job.load_json = q.getColumn(3).getString();
+      if (!q.getColumn(4).isNull()) job.metadata_json = q.getColumn(4).getString();
+      job.nocache = q.getColumn(5).getInt() != 0;
+      if (!q.getColumn(6).isNull()) job.endtime = q.getColumn(6).getString();
+      job.seen = FromUnixMicros(q.getColumn(7).getInt64());
+      minions.bind(1, id);
+      while (minions.executeStep()) job.minions.push_back(minions.getColumn(0).getString());
+      minions.reset();
+      rets.bind(1, id);
+      while (rets.executeStep()) {
+        job.returns.push_back({.minion = rets.getColumn(0).getString(),
+                               .received = FromUnixMicros(rets.getColumn(1).getInt64()),
+                               .full_ret_json = rets.getColumn(2).getString()});
+      }
+      rets.reset();
+      detail::Deliver(fn, std::move(job), caller_failure);
+    }
+    return 0;
+  });
+  if (caller_failure) std::rethrow_exception(caller_failure);
+}
+
+void SqliteBackend::ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
+                                 const std::function<void(ArchivedEvent&&)>& fn) {
+  std::exception_ptr caller_failure;
+  Read("export_events", [&] {
+    // salt_events' rows, without its UNION (whose ORDER BY would sort the
+    // whole window in a temp b-tree): the event's id is its order.
+    SQLite::Statement q(*db_,
+                        "SELECT e.id, ms.name, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name),"
+                        " coalesce(e.data, r.full_ret), e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
+                        " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
+                        " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
+                        " LEFT JOIN minion AS m ON m.id = r.minion_id"
+                        " WHERE e.id >= ?1 AND e.id < ?2 ORDER BY e.id");
+    q.bind(1, from ? ToUnixMicros(*from) : std::numeric_limits<std::int64_t>::min());
+    q.bind(2, until ? ToUnixMicros(*until) : std::numeric_limits<std::int64_t>::max());
+    while (!caller_failure && q.executeStep()) {
+      ArchivedEvent e{.received = FromUnixMicros(q.getColumn(0).getInt64()),
+                      .master_id = q.getColumn(1).getString(),
+                      .tag = q.getColumn(2).getString(),
+                      .data_json = q.getColumn(3).getString()};
+      if (q.getColumn(4).getInt() != 0) e.data_json = detail::WithStamp(e.data_json, q.getColumn(5).getString());
+      detail::Deliver(fn, std::move(e), caller_failure);
+    }
+    return 0;
+  });
+  if (caller_failure) std::rethrow_exception(caller_failure);
+}
+
+Value SqliteBackend::GetFun(const std::string& fun) {
+  return Read("get_fun", [&] {
+    SQLite::Statement q(*db_,
+                        "SELECT m.name, r.full_ret FROM"
+                        " (SELECT r.minion_id AS mid, max(j.jid) AS jid FROM job AS j"
+                        "  JOIN ret AS r ON r.job_id = j.id WHERE j.fun = ? GROUP BY r.minion_id) AS x"
+                        " JOIN job AS j ON j.jid = x.jid"
+                        " JOIN ret AS r ON r.job_id = j.id AND r.minion_id = x.mid"
+                        " JOIN minion AS m ON m.id = x.mid ORDER BY m.name");
+    q.bind(1, fun);
+    Value out = Value::EmptyMap();
+    while (q.executeStep()) {
+      out.as_map().emplace_back(q.getColumn(0).getString(), ParseJson(q.getColumn(1).getString()));
+    }
+    return out;
+  });
+}
+
+std::vector<std::string> SqliteBackend::GetMinions() {
+  return Read("get_minions", [&] {
+    SQLite::Statement q(*db_,
+                        "SELECT name FROM minion AS m WHERE EXISTS"
+                        " (SELECT 1 FROM ret WHERE minion_id = m.id) ORDER BY name");
+    std::vector<std::string> out;
+    while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+    return out;
+  });
+}
+
+std::optional<std::string> SqliteBackend::GetEndtime(const std::string& jid) {
+  return Read("get_endtime", [&]() -> std::optional<std::string> {
+    auto& q = Stmt("SELECT endtime FROM job WHERE jid = ?");
+    q.bind(1, jid);
+    if (!q.executeStep() || q.getColumn(0).isNull()) return std::nullopt;
+    return q.getColumn(0).getString();
+  });
+}
+
+int SqliteBackend::SchemaVersion() {
+  return Read("schema_version", [&] { return ReadSchemaVersion(*db_); });
+}
+
+std::vector<std::string> SqliteBackend::ExpectedMinions(std::int64_t job_id) {
+  auto& q = Stmt(
+      "SELECT m.name FROM job_minion AS jm JOIN minion AS m ON m.id = jm.minion_id"
+      " WHERE jm.job_id = ? ORDER BY m.name");
+  q.bind(1, job_id);
+  std::vector<std::string> out;
+  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+  return out;
+}
+
+}  // namespace brine::store::detail
