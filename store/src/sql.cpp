@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "brine/core/database.h"
 #include "brine/core/json.h"
 #include "postgres_connection.h"
 #include "sql_internal.h"
@@ -37,7 +38,7 @@ const std::vector<std::string>& SqlReadOnlyPragmas() {
 }
 
 std::unique_ptr<SqlEngine> OpenSqlEngine(const std::string& database) {
-  if (detail::IsPostgresUri(database)) return detail::OpenPostgresSqlEngine(database);
+  if (IsServerDatabaseUri(database)) return detail::OpenPostgresSqlEngine(database);
   return detail::OpenSqliteSqlEngine(database);
 }
 

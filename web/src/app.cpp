@@ -37,7 +37,7 @@ class StorePool {
       }
     }
     return Lease(*this, store::OpenStore(database_, {.access = store::OpenOptions::Access::kReadOnly,
-                                                      .cache_kib = 8 * 1024}));
+                                                      .sqlite = {.cache_kib = 8 * 1024}}));
   }
 
  private:

@@ -99,7 +99,7 @@ int Run(const std::filesystem::path& config_dir, std::ostream& err) {
   // The store must open before anything is served (a missing file is an
   // error, never created: read-only).
   try {
-    (void)store::OpenStore(database, {.access = store::OpenOptions::Access::kReadOnly, .cache_kib = 2048});
+    (void)store::OpenStore(database, {.access = store::OpenOptions::Access::kReadOnly, .sqlite = {.cache_kib = 2048}});
   } catch (const std::exception& e) {
     err << "brine-web: store " << store::RedactDatabase(database) << ": " << e.what() << "\n";
     return kExitRuntime;

@@ -19,7 +19,7 @@ Response QueuesPage(const PageContext& ctx, const std::filesystem::path& databas
   // queues.h has no read-only open (every call may record a name); only names
   // ListQueues gave are asked about, which records nothing. OpenStore
   // read-only first, so a missing SQLite file is an error and never created.
-  (void)store::OpenStore(database, {.access = store::OpenOptions::Access::kReadOnly, .cache_kib = 2048});
+  (void)store::OpenStore(database, {.access = store::OpenOptions::Access::kReadOnly, .sqlite = {.cache_kib = 2048}});
   auto queues = store::OpenQueues(database);
   struct Queue {
     std::string name;
