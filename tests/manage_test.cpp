@@ -13,6 +13,7 @@
 #include "brine/core/json.h"
 #include "brine/runner/cli.h"
 #include "brine/store/presence.h"
+#include "brine/store/sql.h"
 #include "brine/store/store.h"
 #include "support/golden.h"
 #include "support/postgres_server.h"
@@ -275,4 +276,49 @@ TEST_CASE("manage: presence_events and brine.presence_window_s are typed config 
   CHECK(set.warnings.empty());
   CHECK_THROWS_WITH(load("presence_events: \"yes\"\n"), Catch::Contains("presence_events"));
   CHECK_THROWS_WITH(load("brine.presence_window_s: 0\n"), Catch::Contains("presence_window_s"));
+}
+
+TEST_CASE("manage: every presence query is an index search or a read of the minion table, never a scan of ret or event",
+          "[manage][plan][sqlite]") {
+  // On a store of any size: the minion table has a row per minion (the
+  // fleet), ret and event grow without bound. docs/schema.md, "Presence".
+  TempDir dir;
+  const std::string database = (dir / "brine.sqlite").string();
+  Fill(database, brine::SystemClock().Now());
+  for (const std::string& sql : brine::store::PresenceQueries(database)) {
+    std::string plan;
+    brine::store::OpenSqlEngine(database)->Run(
+        "EXPLAIN QUERY PLAN " + sql, {{"cut", Value(0)}, {"after", Value(0)}}, {},
+        [&](brine::store::SqlResult&& r) {
+          for (const auto& row : r.rows) plan += row.back().as_string() + "\n";
+        });
+    INFO(sql << "\n" << plan);
+    CHECK(plan.find("SCAN ret") == std::string::npos);
+    CHECK(plan.find("SCAN event") == std::string::npos);
+    CHECK(plan.find("SCAN r") == std::string::npos);
+    CHECK(plan.find("SEARCH") != std::string::npos);
+  }
+}
+
+TEST_CASE("manage: on PostgreSQL every presence query can reach its index, never only a scan of ret or event",
+          "[manage][plan][postgres]") {
+  // A tiny table is cheaper to scan, so the planner is told not to, to see
+  // that an index path exists (as postgres_test.cpp checks the forensic windows).
+  if (auto why = PostgresServer::Unavailable()) {
+    WARN("skipped: " << *why);
+    return;
+  }
+  TempDir dir;
+  const std::string database = PostgresServer::Shared().CreateDatabase();
+  Fill(database, brine::SystemClock().Now());
+  for (std::string sql : brine::store::PresenceQueries(database)) {
+    for (const std::string name : {":cut", ":after"}) {
+      for (auto at = sql.find(name); at != std::string::npos; at = sql.find(name)) sql.replace(at, name.size(), "0");
+    }
+    const std::string plan = PostgresServer::Shared().Query(database, "SET enable_seqscan = off; EXPLAIN " + sql);
+    INFO(sql << "\n" << plan);
+    CHECK(plan.find("Seq Scan on ret") == std::string::npos);
+    CHECK(plan.find("Seq Scan on event") == std::string::npos);
+    CHECK(plan.find("Index") != std::string::npos);
+  }
 }

@@ -123,6 +123,11 @@ Value DataOf(const Value& text) {
 
 }  // namespace
 
+std::vector<std::string> PresenceQueries(const std::string& database) {
+  const Dialect& d = detail::IsPostgresUri(database) ? kPostgres : kSqlite;
+  return {d.minions, d.auth, d.starts, d.present, d.changes};
+}
+
 Presence ReadPresence(const std::string& database, Micros now, const PresenceOptions& options) {
   Reader db(database, options);
   const std::int64_t cut = ToUnixMicros(now) - std::chrono::duration_cast<std::chrono::microseconds>(options.window).count();

@@ -64,4 +64,9 @@ struct Presence {
 // read (SqlTimeoutError when the budget runs out).
 [[nodiscard]] Presence ReadPresence(const std::string& database, Micros now, const PresenceOptions& options);
 
+// The SQL texts ReadPresence runs on a database of `database`'s kind (a
+// SQLite path or a postgresql:// URI), with their :cut and :after
+// parameters, so tests can check their plans. Throws nothing.
+[[nodiscard]] std::vector<std::string> PresenceQueries(const std::string& database);
+
 }  // namespace brine::store
