@@ -42,7 +42,7 @@ constexpr std::array<std::pair<std::string_view, int>, 8> kSaltPorts = {{{"publi
                                                                          {"tcp_master_publish_pull", 4514},
                                                                          {"tcp_master_workers", 4515}}};
 
-constexpr std::array<std::string_view, 33> kBrineKeys = {
+constexpr std::array<std::string_view, 34> kBrineKeys = {
     "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
@@ -50,7 +50,7 @@ constexpr std::array<std::string_view, 33> kBrineKeys = {
     "active_window_s",  "send_timeout_ms",   "tcp_cache_port",
     "metrics_file",     "lag_warning_s",     "keep_jobs_by_fun",
     "keep_events_by_tag", "max_store_mb",   "overflow_mb",       "overflow_dir",
-    "cache_key_file",   "max_clock_skew_s",
+    "cache_key_file",   "max_clock_skew_s",  "presence_window_s",
     // brine-web's (web/).
     "web_bind", "web_port", "web_hosts", "web_base_path", "web_token_file", "web_hide_functions",
     "web_trust_remote_user",
@@ -604,6 +604,7 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
       Typer::StringList(t.Salt("event_return_blacklist")).value_or(std::vector<std::string>{});
   c.log_level = Typer::LogLevel(t.Salt("log_level")).value_or("warning");
   c.timeout_s = static_cast<int>(Typer::Positive(t.Salt("timeout"), INT_MAX).value_or(5));
+  c.presence_events = Typer::Bool(t.Salt("presence_events")).value_or(false);
   c.master_job_cache = Typer::Text(t.Salt("master_job_cache"), "a returner name").value_or("local_cache");
 
   MasterConfig::Brine& b = c.brine;
@@ -686,6 +687,11 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   b.keep_events_seconds =
       Typer::NonNegative(t.Brine("keep_events_seconds")).value_or(c.keep_jobs_seconds);
   b.active_window_s = Typer::Positive(t.Brine("active_window_s")).value_or(b.active_window_s);
+  // Salt fires presence events every loop_interval: a window of two of them
+  // sees the newest whatever the interval. At most 100 years, so it fits
+  // int64 microseconds.
+  b.presence_window_s = Typer::Positive(t.Brine("presence_window_s"), kMaxClockSkewS)
+                            .value_or(std::max<std::int64_t>(300, 2 * static_cast<std::int64_t>(c.loop_interval_s)));
   // At most a day: brine-master's timeouts are multiples of it in nanoseconds.
   b.send_timeout_ms = Typer::Positive(t.Brine("send_timeout_ms"), 86400000).value_or(b.send_timeout_ms);
   std::optional<std::string> metrics_file = Typer::Path(t.Brine("metrics_file"));

@@ -83,6 +83,7 @@ const std::vector<FunctionSpec>& AllFunctions() {
     AddQueueFunctions(all);
     AddEventFunctions(all);
     AddSqlFunctions(all);
+    AddManageFunctions(all);
     std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
     AttachHelpTexts(all, HelpTexts());
     return all;

@@ -150,6 +150,7 @@ void AddBrineFunctions(std::vector<FunctionSpec>& out);
 void AddQueueFunctions(std::vector<FunctionSpec>& out);
 void AddEventFunctions(std::vector<FunctionSpec>& out);
 void AddSqlFunctions(std::vector<FunctionSpec>& out);
+void AddManageFunctions(std::vector<FunctionSpec>& out);
 
 // A value as one line of Python-style JSON, for messages.
 [[nodiscard]] std::string ToJsonForMessage(const Value& v);

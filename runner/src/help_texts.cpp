@@ -203,6 +203,48 @@ constexpr HelpText kHelpTexts[] = {
      "CLI Example:\n"
      "\n"
      "    brine-run jobs.print_job 20240101120000123456"},
+    {"manage.down",
+     "List the minions that are down, sorted, from the store, without pinging: every minion brine\n"
+     "has seen (a return, a job's target list, a start or salt/auth event, a presence event) that is\n"
+     "not up as manage.up counts it. A minion the store never heard of is in neither list.\n"
+     "tgt/tgt_type filter the answer (glob and list only); timeout and gather_job_timeout are\n"
+     "accepted and ignored; removekeys=True is refused (brine holds no keys). docs/day-two.md,\n"
+     "\"Which minions are up\".\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run manage.down\n"
+     "    brine-run manage.down tgt='web*'"},
+    {"manage.not_present",
+     "The minions that are not present, from the store: manage.down's list (Salt compares its\n"
+     "accepted keys; brine the minions it has seen). subset (a list or comma-separated ids) keeps\n"
+     "only those; show_ip is accepted and ignored (no event carries the address), so the answer\n"
+     "stays a list.\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run manage.not_present subset=web1,web2"},
+    {"manage.present",
+     "The minions that are present, from the store: manage.up's list. subset (a list or\n"
+     "comma-separated ids) keeps only those; show_ip is accepted and ignored (no event carries the\n"
+     "address), so the answer stays a list.\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run manage.present"},
+    {"manage.up",
+     "List the minions that are up, sorted, from the store, without pinging. With presence_events\n"
+     "on: the newest salt/presence/present event and the salt/presence/change events after it,\n"
+     "while that event is within brine.presence_window_s (default max(300, 2 x loop_interval) s).\n"
+     "Otherwise, or when it is older: the minions whose newest return (find_job replies included),\n"
+     "salt/auth or salt/minion/<id>/start event arrived within that window. tgt/tgt_type filter the\n"
+     "answer (glob and list only); timeout and gather_job_timeout are accepted and ignored.\n"
+     "-l debug says which source answered. docs/day-two.md, \"Which minions are up\".\n"
+     "\n"
+     "CLI Example:\n"
+     "\n"
+     "    brine-run manage.up\n"
+     "    brine-run --out json manage.up tgt=web1,web2 tgt_type=list"},
     {"queue.delete",
      "Delete an item or a list of items from a queue. Returns True, whether or not anything was there.\n"
      "\n"

@@ -44,6 +44,8 @@
 //                 effective value is keep_jobs*3600 when keep_jobs_seconds is exactly
 //                 86400 and keep_jobs is not 24, else keep_jobs_seconds (0 = keep forever)
 //   loop_interval 60          timeout 5
+//   presence_events false: whether the Salt master fires salt/presence/present and
+//                 salt/presence/change every loop_interval (manage.up and its kin read them)
 //   job_cache true   runner_returns true   job_cache_store_endtime false   unique_jid false
 //   event_return_whitelist / event_return_blacklist: lists of globs, default empty;
 //                 a single string is taken as a one-element list (Salt would iterate
@@ -98,6 +100,9 @@
 //   brine.max_queue_mb        32 (at most 2^43 - 1, so bytes fit 64 bits)
 //   brine.keep_events_seconds the effective keep_jobs_seconds (0 = keep forever)
 //   brine.active_window_s     300            brine.send_timeout_ms     2000 (at most 86400000)
+//   brine.presence_window_s   max(300, 2 x loop_interval): manage.up/down/present/not_present
+//                             count a minion up when its newest sign of life (or the newest
+//                             presence event) arrived within this many seconds
 //   brine.queue_timeout_s     known but not read here: the Salt queue backend's
 //                             limit on one brine-run call (default 60)
 //   brine.metrics_file        <cachedir>/brine-master.prom: brine-master's metrics in
@@ -190,6 +195,7 @@ struct MasterConfig {
   std::vector<std::string> event_return_blacklist;
   std::string log_level = "warning";
   int timeout_s = 5;
+  bool presence_events = false;
   std::string master_job_cache = "local_cache";
   // True when the Salt plug-in is this master's job cache (master_job_cache: brine).
   [[nodiscard]] bool PluginIsJobCache() const { return master_job_cache == "brine"; }
@@ -214,6 +220,7 @@ struct MasterConfig {
     std::int64_t max_queue_mb = 32;
     std::int64_t keep_events_seconds = 86400;
     std::int64_t active_window_s = 300;
+    std::int64_t presence_window_s = 300;
     std::int64_t send_timeout_ms = 2000;
     std::filesystem::path metrics_file = "/var/cache/salt/master/brine-master.prom";
     std::int64_t lag_warning_s = 10;
