@@ -5,6 +5,8 @@
 // only place that knows which database it is.
 #include "brine/store/presence.h"
 
+#include "brine/core/database.h"
+
 #include <limits>
 #include <memory>
 #include <set>
@@ -68,7 +70,7 @@ class Reader {
  public:
   Reader(const std::string& database, const PresenceOptions& options)
       : engine_(OpenSqlEngine(database)),
-        dialect_(detail::IsPostgresUri(database) ? kPostgres : kSqlite),
+        dialect_(IsServerDatabaseUri(database) ? kPostgres : kSqlite),
         deadline_(std::chrono::steady_clock::now() + options.timeout) {}
 
   // The rows of `sql` (every one: each query is bounded by the fleet or the
@@ -124,7 +126,7 @@ Value DataOf(const Value& text) {
 }  // namespace
 
 std::vector<std::string> PresenceQueries(const std::string& database) {
-  const Dialect& d = detail::IsPostgresUri(database) ? kPostgres : kSqlite;
+  const Dialect& d = IsServerDatabaseUri(database) ? kPostgres : kSqlite;
   return {d.minions, d.auth, d.starts, d.present, d.changes};
 }
 
