@@ -1,4 +1,4 @@
-#include "brine/master/archiver.h"
+#include "archiver.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "brine/core/glob.h"
 #include "brine/core/json.h"
-#include "brine/master/spool.h"
+#include "spool.h"
 #include "brine/wire/codec.h"
 #include "brine/wire/tags.h"
 

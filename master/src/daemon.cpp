@@ -23,17 +23,17 @@
 #include <zmq.hpp>
 
 #include "brine/config/master_config.h"
-#include "brine/master/ack.h"
-#include "brine/master/archiver.h"
-#include "brine/master/bus.h"
-#include "brine/master/cache_socket.h"
-#include "brine/master/frame_queue.h"
-#include "brine/master/logger.h"
-#include "brine/master/reporter.h"
-#include "brine/master/service_notify.h"
-#include "brine/master/ownership.h"
-#include "brine/master/store_lock.h"
-#include "brine/master/writer.h"
+#include "ack.h"
+#include "archiver.h"
+#include "bus.h"
+#include "cache_socket.h"
+#include "frame_queue.h"
+#include "logger.h"
+#include "reporter.h"
+#include "service_notify.h"
+#include "ownership.h"
+#include "store_lock.h"
+#include "writer.h"
 
 namespace brine::master {
 namespace {

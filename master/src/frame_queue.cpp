@@ -1,4 +1,4 @@
-#include "brine/master/frame_queue.h"
+#include "frame_queue.h"
 
 #include <system_error>
 

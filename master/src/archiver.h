@@ -45,10 +45,10 @@
 #include <string_view>
 #include <vector>
 
-#include "brine/master/frame_queue.h"
-#include "brine/master/logger.h"
-#include "brine/master/prepared_frame.h"
 #include "brine/store/store.h"
+#include "frame.h"
+#include "logger.h"
+#include "prepared_frame.h"
 
 namespace brine::master {
 
