@@ -224,11 +224,25 @@ constexpr std::size_t kDrainChunk = 128;
 // each part, not their sum. Set once at start from brine.max_frame_bytes.
 std::size_t g_max_frame_bytes = std::size_t{64} << 20;
 
+// Where a frame enters the pipeline on the reader thread (issue 15: the
+// writer, the bottleneck, then only runs SQL): prepared with the archiver's
+// one preparer. A preparation that fails (out of memory) is left to the
+// writer, which prepares the frame where it takes it and handles the failure
+// where it always did.
+void PrepareOnReader(const Archiver& archiver, Frame& frame) {
+  try {
+    archiver.Prepare(frame);
+  } catch (const std::exception&) {
+    frame.prepared.reset();
+  }
+}
+
 // Reads up to `max_frames` of the frames ZeroMQ already holds, while the queue
-// has room, republishes each unchanged, and queues it. Returns how many frames
-// were read.
-std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Clock& clock,
-                  std::size_t max_frames = kDrainChunk) {
+// has room, republishes each unchanged, and queues it: raw onto the overflow
+// file when it must wait there, else prepared. Returns how many frames were
+// read.
+std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Archiver& archiver,
+                  const Clock& clock, std::size_t max_frames = kDrainChunk) {
   std::size_t n = 0;
   bool has_room = queue.HasRoom();
   while (has_room && n < max_frames) {
@@ -267,7 +281,12 @@ std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, co
       frame.damage += " (the first " + std::to_string(keep) + " kept)";
     }
     ++n;
-    has_room = queue.Push(std::move(frame));
+    if (queue.Spill(frame)) {
+      has_room = queue.HasRoom();
+    } else {
+      PrepareOnReader(archiver, frame);
+      has_room = queue.Push(std::move(frame));
+    }
   }
   return n;
 }
@@ -286,8 +305,8 @@ class Reader {
  public:
   // All references must outlive the Reader.
   Reader(zmq::socket_t& pull, zmq::socket_t& pub, CacheSocket& cache, AckMailbox& acks, FrameQueue& queue,
-         const Clock& clock)
-      : pull_(pull), pub_(pub), cache_(cache), acks_(acks), queue_(queue), clock_(clock) {}
+         const Archiver& archiver, const Clock& clock)
+      : pull_(pull), pub_(pub), cache_(cache), acks_(acks), queue_(queue), archiver_(archiver), clock_(clock) {}
 
   // Waits up to `timeout` for work, then serves it: acknowledged requests,
   // their replies, and bus frames while the queue has room (unless kLeave).
@@ -306,7 +325,7 @@ class Reader {
     // frames a slow reader leaves in their pipes (their linger), and the
     // writer reads the disk itself when nothing comes back. With frames on
     // disk, the loop looks again soon.
-    if (!bus || !last_drain_full_) (void)queue_.Refill();
+    if (!bus || !last_drain_full_) (void)Refill();
     if (queue_.overflow_bytes() > 0) timeout = std::min(timeout, std::chrono::milliseconds(5));
     if (bus) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
     const std::size_t first_cache = items_.size();
@@ -321,7 +340,7 @@ class Reader {
     cache_.Serve(items_.data() + first_cache, items_.size() - first_cache);
     last_drain_full_ = false;
     if (bus && (items_[1].revents & ZMQ_POLLIN)) {
-      const std::size_t n = Drain(pull_, pub_, queue_, clock_);
+      const std::size_t n = Drain(pull_, pub_, queue_, archiver_, clock_);
       last_drain_full_ = n >= kDrainChunk;
       return n;
     }
@@ -333,13 +352,25 @@ class Reader {
   [[nodiscard]] bool polled_bus() const { return polled_bus_; }
 
  private:
+  // Brings the overflow file's oldest frames back into memory, prepared
+  // (FrameQueue::BeginRefill). Returns the frames moved.
+  std::size_t Refill() {
+    const std::size_t n = queue_.BeginRefill(refill_);
+    if (n == 0) return 0;
+    for (Frame& f : refill_) PrepareOnReader(archiver_, f);
+    queue_.EndRefill(refill_);
+    return n;
+  }
+
   zmq::socket_t& pull_;
   zmq::socket_t& pub_;
   CacheSocket& cache_;
   AckMailbox& acks_;
   FrameQueue& queue_;
+  const Archiver& archiver_;
   const Clock& clock_;
   std::vector<zmq::pollitem_t> items_;  // kept between turns: no allocation per turn
+  std::vector<Frame> refill_;           // likewise
   bool polled_bus_ = false;
   bool last_drain_full_ = false;  // the last turn read a whole chunk: the bus may hold more
 };
@@ -425,18 +456,7 @@ int Run(const Args& args, std::ostream& err) {
                      .master_id = cfg.id,
                      .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)},
                     log);
-  // The reader thread decodes each bus frame and makes its JSON before
-  // queueing it (issue 15: the writer thread, the bottleneck, then only runs
-  // SQL). A preparation that fails is left to the writer, which handles the
-  // failure where it always did.
-  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow),
-                   [&archiver](Frame& frame) {
-                     try {
-                       frame.prepared = archiver.Prepare(frame);
-                     } catch (const std::exception&) {
-                       frame.prepared.reset();
-                     }
-                   });
+  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow));
   WriterOptions wopts;
   wopts.database = cfg.brine.database;
   wopts.open.master_id = cfg.id;
@@ -513,7 +533,7 @@ int Run(const Args& args, std::ostream& err) {
         << e.what() << "\n";
     return kExitUsage;
   }
-  Reader reader(pull, pub, *cache, acks, queue, clock);
+  Reader reader(pull, pub, *cache, acks, queue, archiver, clock);
 
   InstallSignalHandlers();
   std::atomic<bool> writer_done{false};
