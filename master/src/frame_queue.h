@@ -66,8 +66,8 @@ class FrameQueue {
 
   // Takes `frame` onto the disk, raw, when it must wait there: the memory
   // lane is full or frames already wait on disk, and the disk accepts it.
-  // Returns true when it took the frame (`frame` is then moved from); false
-  // leaves `frame` as it was, for Push. On the pushing thread, which alone
+  // Returns true when it took the frame (its bytes are on disk: the caller
+  // drops it); false leaves it to the caller, for Push. On the pushing thread, which alone
   // adds frames, so a frame Spill left still belongs in memory at its Push.
   [[nodiscard]] bool Spill(Frame& frame);
 
