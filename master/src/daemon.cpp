@@ -235,7 +235,7 @@ struct Daemon {
   SystemClock clock;
   std::optional<Archiver> archiver;
   std::optional<FrameQueue> queue;
-  AckMailbox acks;
+  std::optional<AckMailbox> acks;  // an eventfd, made where Run made it
   LiveStatus status;
   WriterOptions writer_options;
   std::optional<Writer> writer;
@@ -386,7 +386,8 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
   // The reader prepares each bus frame before it queues it (Drain).
   d.queue.emplace(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow));
   d.writer_options = WriterOptionsFor(cfg, d.status);
-  Writer& writer = d.writer.emplace(d.writer_options, *d.archiver, log, *d.queue, d.clock, d.acks);
+  d.acks.emplace();
+  Writer& writer = d.writer.emplace(d.writer_options, *d.archiver, log, *d.queue, d.clock, *d.acks);
   try {
     writer.Open();
   } catch (const std::exception& e) {
@@ -415,7 +416,7 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
     d.pull.bind(endpoints.pull);
     d.pub.bind(endpoints.pub);
     // A tcp port another process holds is retried, not fatal (cache_socket.h).
-    d.cache.emplace(CacheSocketOptionsFor(cfg, endpoints.cache, max_connections, cache_key), *d.queue, d.acks, d.pub,
+    d.cache.emplace(CacheSocketOptionsFor(cfg, endpoints.cache, max_connections, cache_key), *d.queue, *d.acks, d.pub,
                     d.clock, log, [&writer] { return writer.Failing(); });
     ::umask(old);
   } catch (const zmq::error_t& e) {
@@ -428,7 +429,7 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
     return kExitUsage;
   }
   d.reader.emplace(ReaderOptions{.max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)}, d.pull,
-                   d.pub, *d.cache, d.acks, *d.queue, *d.archiver, d.clock);
+                   d.pub, *d.cache, *d.acks, *d.queue, *d.archiver, d.clock);
 
   InstallSignalHandlers();
   d.writer_thread = std::thread([&d] {
