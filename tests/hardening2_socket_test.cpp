@@ -32,8 +32,8 @@
 #include "brine/core/jid.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
-#include "brine/master/cache_socket.h"
-#include "brine/master/frame_queue.h"
+#include "cache_socket.h"
+#include "frame_queue.h"
 #include "support/master_process.h"
 #include "support/process.h"
 

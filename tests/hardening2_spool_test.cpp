@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "brine/core/value.h"
-#include "brine/master/spool.h"
+#include "spool.h"
 #include "brine/store/store.h"
 #include "support/master_process.h"
 #include "support/postgres_server.h"

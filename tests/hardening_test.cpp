@@ -22,8 +22,8 @@
 
 #include "brine/core/time.h"
 #include "brine/core/value.h"
-#include "brine/master/overflow.h"
-#include "brine/master/spool.h"
+#include "overflow.h"
+#include "spool.h"
 #include "brine/wire/codec.h"
 #include "support/joining_thread.h"
 #include "support/master_process.h"

@@ -22,10 +22,10 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
-#include "brine/master/archiver.h"
-#include "brine/master/frame_queue.h"
-#include "brine/master/logger.h"
-#include "brine/master/spool.h"
+#include "archiver.h"
+#include "frame_queue.h"
+#include "logger.h"
+#include "spool.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
 #include "support/joining_thread.h"
@@ -1793,16 +1793,34 @@ void PrepareTenfold(Frame& f) {
   f.prepared->bytes = 10 * f.bytes.size();
 }
 
+// The reader's side of the queue (daemon.cpp), with PrepareTenfold as its
+// preparer: a frame the disk does not take is prepared, then pushed.
+bool PushPrepared(FrameQueue& q, Frame f) {
+  if (q.Spill(f)) return q.HasRoom();
+  PrepareTenfold(f);
+  return q.Push(std::move(f));
+}
+
+// And its refill: the disk's oldest frames come back prepared.
+std::size_t RefillPrepared(FrameQueue& q) {
+  std::vector<Frame> back;
+  const std::size_t n = q.BeginRefill(back);
+  if (n == 0) return 0;
+  for (Frame& f : back) PrepareTenfold(f);
+  q.EndRefill(back);
+  return n;
+}
+
 }  // namespace
 
 TEST_CASE("master: a prepared frame counts its decoded memory against the bus lane's budget until the reader frees it",
           "[master]") {
   FrameQueue raw(4096);
-  FrameQueue prepared(4096, nullptr, PrepareTenfold);
+  FrameQueue prepared(4096);
   int raw_frames = 0;
   while (raw.Push(Frame{.bytes = std::string(100, 'r')})) ++raw_frames;
   int prepared_frames = 0;
-  while (prepared.Push(Frame{.bytes = std::string(100, 'p')})) ++prepared_frames;
+  while (PushPrepared(prepared, Frame{.bytes = std::string(100, 'p')})) ++prepared_frames;
   REQUIRE(raw_frames == 40);      // 41 x 100 bytes pass 4096
   REQUIRE(prepared_frames == 3);  // 4 x 1,100 bytes pass it
   REQUIRE(prepared.depth_bytes() == 4 * 1100);
@@ -1822,7 +1840,7 @@ TEST_CASE("master: a prepared frame counts its decoded memory against the bus la
   prepared.Recycle(spent);
   REQUIRE(spent.empty());
   REQUIRE(prepared.depth_bytes() == 4 * 1000);
-  REQUIRE(prepared.Refill() == 0);  // nothing on disk; the recycled are freed
+  REQUIRE(RefillPrepared(prepared) == 0);  // nothing on disk; the recycled are freed
   REQUIRE(prepared.depth_bytes() == 0);
   REQUIRE(prepared.HasRoom());
 }
@@ -1832,7 +1850,7 @@ TEST_CASE("master: the overflow file's frames come back into memory prepared and
   brine::test::TempDir dir;
   constexpr std::size_t kSize = 300;
   constexpr int kFrames = 20000;
-  FrameQueue q(64 * 1024, std::make_unique<DiskOverflow>(dir.path(), std::size_t{16} << 20), PrepareTenfold);
+  FrameQueue q(64 * 1024, std::make_unique<DiskOverflow>(dir.path(), std::size_t{16} << 20));
   std::atomic<bool> done{false};
   std::vector<Frame> got;
   // Closing the queue is what ends the writer, on a failed REQUIRE too.
@@ -1850,12 +1868,12 @@ TEST_CASE("master: the overflow file's frames come back into memory prepared and
   std::size_t refilled = 0;
   std::size_t most_memory = 0;
   for (int i = 0; i < kFrames; ++i) {
-    while (!q.HasRoom()) refilled += q.Refill();
-    (void)q.Push(Numbered(i, kSize));
-    refilled += q.Refill();
+    while (!q.HasRoom()) refilled += RefillPrepared(q);
+    (void)PushPrepared(q, Numbered(i, kSize));
+    refilled += RefillPrepared(q);
     most_memory = std::max(most_memory, q.depth_bytes());
   }
-  while (q.overflow_bytes() > 0) refilled += q.Refill();
+  while (q.overflow_bytes() > 0) refilled += RefillPrepared(q);
   q.Close();
   writer.Join();
   REQUIRE(done);
@@ -1908,7 +1926,7 @@ TEST_CASE("master: a frame the reader prepared is filed exactly as one the write
     if (prepare) {
       // On another thread, as brine-master's reader does.
       std::thread reader([&] {
-        for (Frame& f : out) f.prepared = archiver.Prepare(f);
+        for (Frame& f : out) archiver.Prepare(f);
       });
       reader.join();
       for (const Frame& f : out) REQUIRE(f.prepared != nullptr);

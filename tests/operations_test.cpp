@@ -22,7 +22,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
-#include "brine/master/reporter.h"
+#include "reporter.h"
 #include "brine/runner/cli.h"
 #include "brine/wire/codec.h"
 #include "support/joining_thread.h"

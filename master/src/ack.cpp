@@ -1,4 +1,4 @@
-#include "brine/master/ack.h"
+#include "ack.h"
 
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "brine/master/archiver.h"
+#include "archiver.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include "brine/core/glob.h"
 #include "brine/core/json.h"
-#include "brine/master/spool.h"
+#include "spool.h"
 #include "brine/wire/codec.h"
 #include "brine/wire/tags.h"
 
@@ -206,7 +206,11 @@ void Archiver::CountReturn(const std::optional<store::ReturnOutcome>& outcome, c
   }
 }
 
-std::unique_ptr<PreparedFrame> Archiver::Prepare(const Frame& frame) const {
+void Archiver::Prepare(Frame& frame) const {
+  if (!frame.prepared) frame.prepared = MakePrepared(frame);
+}
+
+std::unique_ptr<PreparedFrame> Archiver::MakePrepared(const Frame& frame) const {
   auto p = std::make_unique<PreparedFrame>();
   auto quarantine = [&p](std::string reason) {
     p->quarantine = std::move(reason);
@@ -264,7 +268,8 @@ std::unique_ptr<PreparedFrame> Archiver::Prepare(const Frame& frame) const {
 
 std::unique_ptr<PreparedFrame> Archiver::Ingest(store::Store& store, Frame& frame, Counters& counts) {
   const bool by_caller = frame.prepared != nullptr;
-  std::unique_ptr<PreparedFrame> owned = by_caller ? std::move(frame.prepared) : Prepare(frame);
+  if (!by_caller) Prepare(frame);
+  std::unique_ptr<PreparedFrame> owned = std::move(frame.prepared);
   File(store, frame, *owned, counts);
   if (!by_caller) owned.reset();
   return owned;

@@ -1,4 +1,4 @@
-#include "brine/master/bus.h"
+#include "bus.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -1,4 +1,4 @@
-#include "brine/master/cache_socket.h"
+#include "cache_socket.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <system_error>
 
-#include "brine/master/archiver.h"
+#include "archiver.h"
 
 namespace brine::master {
 namespace {

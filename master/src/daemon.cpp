@@ -23,17 +23,18 @@
 #include <zmq.hpp>
 
 #include "brine/config/master_config.h"
-#include "brine/master/ack.h"
-#include "brine/master/archiver.h"
-#include "brine/master/bus.h"
-#include "brine/master/cache_socket.h"
-#include "brine/master/frame_queue.h"
-#include "brine/master/logger.h"
-#include "brine/master/reporter.h"
-#include "brine/master/service_notify.h"
-#include "brine/master/ownership.h"
-#include "brine/master/store_lock.h"
-#include "brine/master/writer.h"
+#include "ack.h"
+#include "archiver.h"
+#include "bus.h"
+#include "cache_socket.h"
+#include "frame_queue.h"
+#include "logger.h"
+#include "reporter.h"
+#include "service_notify.h"
+#include "ownership.h"
+#include "reader.h"
+#include "store_lock.h"
+#include "writer.h"
 
 namespace brine::master {
 namespace {
@@ -214,64 +215,6 @@ std::optional<int> ParseArgs(int argc, char** argv, Args& args, std::ostream& ou
 // with its next write.
 constexpr int kIdleTimeoutsPerSendTimeout = 30;
 
-// Frames one Drain() reads before it returns to check the stop flag and the
-// clock: senders that never pause must not keep the reader from a SIGTERM.
-// Each is prepared too (some 7 us), and the acknowledged socket waits for
-// the chunk: 128 keeps that wait near a millisecond.
-constexpr std::size_t kDrainChunk = 128;
-
-// The most of one multi-part message the reader keeps: ZMQ_MAXMSGSIZE bounds
-// each part, not their sum. Set once at start from brine.max_frame_bytes.
-std::size_t g_max_frame_bytes = std::size_t{64} << 20;
-
-// Reads up to `max_frames` of the frames ZeroMQ already holds, while the queue
-// has room, republishes each unchanged, and queues it. Returns how many frames
-// were read.
-std::size_t Drain(zmq::socket_t& pull, zmq::socket_t& pub, FrameQueue& queue, const Clock& clock,
-                  std::size_t max_frames = kDrainChunk) {
-  std::size_t n = 0;
-  bool has_room = queue.HasRoom();
-  while (has_room && n < max_frames) {
-    zmq::message_t msg;
-    if (!pull.recv(msg, zmq::recv_flags::dontwait)) return n;
-    Frame frame;
-    frame.received = clock.Now();
-    frame.bytes.assign(static_cast<const char*>(msg.data()), msg.size());
-    bool more = msg.more();
-    // The Salt returner plug-in's job-cache writes are brine's own business,
-    // never bus events (archiver.h).
-    const bool republish = more || !IsCacheFrame(frame.bytes);
-    if (republish) {
-      pub.send(msg, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
-    }
-    std::size_t total = frame.bytes.size();
-    while (more) {
-      zmq::message_t part;
-      (void)pull.recv(part, zmq::recv_flags::none);
-      more = part.more();
-      total += part.size();
-      // Past the limit only the count goes on; the archiver quarantines the
-      // prefix kept with this reason.
-      const std::size_t room = frame.bytes.size() <= g_max_frame_bytes ? g_max_frame_bytes + 1 - frame.bytes.size() : 0;
-      frame.bytes.append(static_cast<const char*>(part.data()), std::min(part.size(), room));
-      ++frame.parts;
-      if (total > g_max_frame_bytes) {
-        frame.damage = "multi-part message of " + std::to_string(frame.parts) + " parts and " + std::to_string(total) +
-                       " bytes, over max_frame_bytes " + std::to_string(g_max_frame_bytes);
-      }
-      pub.send(part, more ? zmq::send_flags::sndmore | zmq::send_flags::dontwait : zmq::send_flags::dontwait);
-    }
-    if (!frame.damage.empty()) {
-      const std::size_t keep = std::min({frame.bytes.size(), kQuarantineOversizeKeep, g_max_frame_bytes});
-      frame.bytes.resize(keep);
-      frame.damage += " (the first " + std::to_string(keep) + " kept)";
-    }
-    ++n;
-    has_room = queue.Push(std::move(frame));
-  }
-  return n;
-}
-
 // How long after SIGTERM brine-master still reads the bus, whatever the
 // senders do; then the writer commits what was read (docs/reliability.md,
 // promise 2).
@@ -281,71 +224,111 @@ constexpr std::chrono::seconds kStopReadingFor{10};
 // never stretches a stop past systemd's patience.
 constexpr std::chrono::seconds kStopCommittingOverflowFor{10};
 
-// The reader thread's sockets and one turn of its poll loop.
-class Reader {
- public:
-  // All references must outlive the Reader.
-  Reader(zmq::socket_t& pull, zmq::socket_t& pub, CacheSocket& cache, AckMailbox& acks, FrameQueue& queue,
-         const Clock& clock)
-      : pull_(pull), pub_(pub), cache_(cache), acks_(acks), queue_(queue), clock_(clock) {}
-
-  // Waits up to `timeout` for work, then serves it: acknowledged requests,
-  // their replies, and bus frames while the queue has room (unless kLeave).
-  // Returns the bus frames read.
-  enum class Bus { kRead, kLeave };
-  std::size_t Turn(std::chrono::milliseconds timeout, Bus bus_mode = Bus::kRead) {
-    items_.clear();
-    items_.push_back({nullptr, acks_.fd(), ZMQ_POLLIN, 0});
-    // With the bus lane full the pull socket is left alone (its frames wait in
-    // ZeroMQ) and the loop looks again soon.
-    const bool bus = bus_mode == Bus::kRead && queue_.HasRoom();
-    polled_bus_ = bus;
-    // Frames waiting on disk come back into memory prepared while the writer
-    // works, but the bus comes first: a refill only when the reader is not
-    // reading it (the queue is full) or has read it empty. Senders give up on
-    // frames a slow reader leaves in their pipes (their linger), and the
-    // writer reads the disk itself when nothing comes back. With frames on
-    // disk, the loop looks again soon.
-    if (!bus || !last_drain_full_) (void)queue_.Refill();
-    if (queue_.overflow_bytes() > 0) timeout = std::min(timeout, std::chrono::milliseconds(5));
-    if (bus) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
-    const std::size_t first_cache = items_.size();
-    cache_.AppendPollItems(items_);
-    try {
-      zmq::poll(items_.data(), items_.size(), bus ? timeout : std::min(timeout, std::chrono::milliseconds(5)));
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) throw;
-      return 0;
-    }
-    if (items_[0].revents & ZMQ_POLLIN) cache_.SendReplies();
-    cache_.Serve(items_.data() + first_cache, items_.size() - first_cache);
-    last_drain_full_ = false;
-    if (bus && (items_[1].revents & ZMQ_POLLIN)) {
-      const std::size_t n = Drain(pull_, pub_, queue_, clock_);
-      last_drain_full_ = n >= kDrainChunk;
-      return n;
-    }
-    return 0;
-  }
-
-  // Whether the last Turn looked at the bus at all (not when the queue was
-  // full): a quiet bus is one that was looked at and had nothing.
-  [[nodiscard]] bool polled_bus() const { return polled_bus_; }
-
- private:
-  zmq::socket_t& pull_;
-  zmq::socket_t& pub_;
-  CacheSocket& cache_;
-  AckMailbox& acks_;
-  FrameQueue& queue_;
-  const Clock& clock_;
-  std::vector<zmq::pollitem_t> items_;  // kept between turns: no allocation per turn
-  bool polled_bus_ = false;
-  bool last_drain_full_ = false;  // the last turn read a whole chunk: the bus may hold more
+// Everything a running brine-master holds, made by Start in the order of its
+// members and unmade in reverse. Members refer to one another, so a Daemon
+// never moves (it lives behind a unique_ptr).
+struct Daemon {
+  config::MasterConfig cfg;
+  config::BusEndpoints endpoints;
+  std::optional<Logger> log;
+  std::optional<StoreLock> store_lock;  // one writer per SQLite file
+  SystemClock clock;
+  std::optional<Archiver> archiver;
+  std::optional<FrameQueue> queue;
+  std::optional<AckMailbox> acks;  // an eventfd, made where Run made it
+  LiveStatus status;
+  WriterOptions writer_options;
+  std::optional<Writer> writer;
+  std::optional<zmq::context_t> ctx;
+  zmq::socket_t pull;
+  zmq::socket_t pub;
+  std::optional<CacheSocket> cache;
+  std::optional<Reader> reader;
+  std::atomic<bool> writer_done{false};
+  std::thread writer_thread;
+  std::optional<Reporter> reporter;
 };
 
-int Run(const Args& args, std::ostream& err) {
-  config::MasterConfig cfg;
+// The overflow file (overflow.h) the config asks for, or the one the last
+// stop saved; nullptr: none (a folder that cannot be used is logged, not fatal).
+std::unique_ptr<DiskOverflow> OpenOverflow(const config::MasterConfig& cfg, Logger& log) {
+  std::error_code saved_ec;
+  // Frames the last stop saved are taken even with the overflow now off.
+  if (cfg.brine.overflow_mb <= 0 && !std::filesystem::exists(cfg.brine.overflow_dir / DiskOverflow::kSavedName, saved_ec)) {
+    return nullptr;
+  }
+  try {
+    auto overflow = std::make_unique<DiskOverflow>(cfg.brine.overflow_dir, static_cast<std::size_t>(cfg.brine.overflow_mb)
+                                                                               << 20);
+    if (!overflow->notice().empty()) {
+      log.Log(overflow->adopted_frames() > 0 && overflow->adopted_damaged() == 0 ? LogLevel::kInfo
+                                                                                 : LogLevel::kWarning,
+              overflow->notice() + (overflow->adopted_frames() > 0 ? "; they are filed first" : ""));
+    }
+    return overflow;
+  } catch (const std::system_error& e) {
+    // Not fatal: without it a full queue holds the senders back in ZeroMQ,
+    // as with brine.overflow_mb: 0.
+    log.Log(LogLevel::kWarning, std::string("brine.overflow_dir: ") + e.what() + "; running without an overflow file");
+    return nullptr;
+  }
+}
+
+ArchiverOptions ArchiverOptionsFor(const config::MasterConfig& cfg) {
+  return {.whitelist = cfg.event_return_whitelist,
+          .blacklist = cfg.event_return_blacklist,
+          .job_cache = cfg.job_cache,
+          .runner_returns = cfg.runner_returns,
+          .plugin_is_job_cache = cfg.PluginIsJobCache(),
+          .master_id = cfg.id,
+          .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)};
+}
+
+WriterOptions WriterOptionsFor(const config::MasterConfig& cfg, LiveStatus& status) {
+  WriterOptions wopts;
+  wopts.database = cfg.brine.database;
+  wopts.open.master_id = cfg.id;
+  wopts.open.max_clock_skew = std::chrono::seconds(cfg.brine.max_clock_skew_s);
+  wopts.open.sync = cfg.brine.sync;
+  wopts.batch_max_events = static_cast<std::size_t>(cfg.brine.batch_max_events);
+  wopts.batch_max_bytes = static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20;
+  wopts.flush_interval = std::chrono::milliseconds(cfg.brine.flush_interval_ms);
+  wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
+  wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
+  wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
+  wopts.keep_jobs_by_fun = cfg.brine.keep_jobs_by_fun;
+  wopts.keep_events_by_tag = cfg.brine.keep_events_by_tag;
+  wopts.max_store_bytes = cfg.brine.max_store_mb * 1048576;
+  wopts.spool_dir = cfg.cachedir / "brine-spool";
+  wopts.spool_batch_bytes = std::min(wopts.spool_batch_bytes, wopts.batch_max_bytes);
+  wopts.spool_max_record_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes);
+  wopts.status = &status;
+  return wopts;
+}
+
+CacheSocketOptions CacheSocketOptionsFor(const config::MasterConfig& cfg, const std::string& endpoint,
+                                         std::size_t max_connections, const std::string& cache_key) {
+  // Unfinished requests may hold the queue's budget, or two whole requests of
+  // the largest size, whichever is more: one big write always gets through.
+  const std::size_t max_request_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes) + (1u << 20);
+  const std::size_t max_partial_bytes =
+      std::max(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, 2 * max_request_bytes);
+  return {.endpoint = endpoint,
+          .send_timeout = std::chrono::milliseconds(cfg.brine.send_timeout_ms),
+          .max_request_bytes = max_request_bytes,
+          .max_connections = max_connections,
+          .key = cache_key,
+          .idle_timeout = kIdleTimeoutsPerSendTimeout * std::chrono::milliseconds(cfg.brine.send_timeout_ms),
+          .max_partial_bytes = max_partial_bytes};
+}
+
+// Start: reads the config, makes the folders, switches user, opens the log
+// and the store, binds the bus and the acknowledged socket, starts the writer
+// thread and the reporter, and tells systemd it is ready. Returns the exit
+// code when brine-master must not run (the message is on `err`); nullopt
+// once it runs. Throws StartupError, StoreHeld, BusConflict (Main maps them).
+std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
+  config::MasterConfig& cfg = d.cfg;
   try {
     cfg = config::LoadMasterConfig(args.config_dir);
   } catch (const config::ConfigError& e) {
@@ -365,7 +348,7 @@ int Run(const Args& args, std::ostream& err) {
   ::umask(0077);
   std::string descriptor_notice;
   const std::size_t max_connections = RaiseDescriptorLimit(descriptor_notice);
-  Logger log(ParseLogLevel(cfg.brine.log_level));
+  Logger& log = d.log.emplace(ParseLogLevel(cfg.brine.log_level));
   const Account owner = LookUpUser(cfg.user);
   // As root only the missing folders are made (and given to `user`); every
   // file is created after the switch, as that user (ownership.h).
@@ -391,73 +374,19 @@ int Run(const Args& args, std::ostream& err) {
     }
   }
 
-  const config::BusEndpoints endpoints = config::EndpointsFor(cfg);
+  d.endpoints = config::EndpointsFor(cfg);
+  const config::BusEndpoints& endpoints = d.endpoints;
   for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);
   // One writer per SQLite file; a server database takes several masters.
-  std::optional<StoreLock> store_lock;
-  if (store::Describe(cfg.brine.database).lock_file) store_lock.emplace(cfg.brine.database, cfg.id);
+  if (store::Describe(cfg.brine.database).lock_file) d.store_lock.emplace(cfg.brine.database, cfg.id);
 
-  SystemClock clock;
-  std::unique_ptr<DiskOverflow> overflow;
-  std::error_code saved_ec;
-  // Frames the last stop saved are taken even with the overflow now off.
-  if (cfg.brine.overflow_mb > 0 ||
-      std::filesystem::exists(cfg.brine.overflow_dir / DiskOverflow::kSavedName, saved_ec)) {
-    try {
-      overflow = std::make_unique<DiskOverflow>(cfg.brine.overflow_dir, static_cast<std::size_t>(cfg.brine.overflow_mb)
-                                                                            << 20);
-      if (!overflow->notice().empty()) {
-        log.Log(overflow->adopted_frames() > 0 && overflow->adopted_damaged() == 0 ? LogLevel::kInfo
-                                                                                   : LogLevel::kWarning,
-                overflow->notice() + (overflow->adopted_frames() > 0 ? "; they are filed first" : ""));
-      }
-    } catch (const std::system_error& e) {
-      // Not fatal: without it a full queue holds the senders back in ZeroMQ,
-      // as with brine.overflow_mb: 0.
-      log.Log(LogLevel::kWarning, std::string("brine.overflow_dir: ") + e.what() + "; running without an overflow file");
-    }
-  }
-  Archiver archiver({.whitelist = cfg.event_return_whitelist,
-                     .blacklist = cfg.event_return_blacklist,
-                     .job_cache = cfg.job_cache,
-                     .runner_returns = cfg.runner_returns,
-                     .plugin_is_job_cache = cfg.PluginIsJobCache(),
-                     .master_id = cfg.id,
-                     .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)},
-                    log);
-  // The reader thread decodes each bus frame and makes its JSON before
-  // queueing it (issue 15: the writer thread, the bottleneck, then only runs
-  // SQL). A preparation that fails is left to the writer, which handles the
-  // failure where it always did.
-  FrameQueue queue(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow),
-                   [&archiver](Frame& frame) {
-                     try {
-                       frame.prepared = archiver.Prepare(frame);
-                     } catch (const std::exception&) {
-                       frame.prepared.reset();
-                     }
-                   });
-  WriterOptions wopts;
-  wopts.database = cfg.brine.database;
-  wopts.open.master_id = cfg.id;
-  wopts.open.max_clock_skew = std::chrono::seconds(cfg.brine.max_clock_skew_s);
-  wopts.open.sync = cfg.brine.sync;
-  wopts.batch_max_events = static_cast<std::size_t>(cfg.brine.batch_max_events);
-  wopts.batch_max_bytes = static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20;
-  wopts.flush_interval = std::chrono::milliseconds(cfg.brine.flush_interval_ms);
-  wopts.loop_interval = std::chrono::seconds(cfg.loop_interval_s);
-  wopts.keep_jobs_seconds = cfg.keep_jobs_seconds;
-  wopts.keep_events_seconds = cfg.brine.keep_events_seconds;
-  wopts.keep_jobs_by_fun = cfg.brine.keep_jobs_by_fun;
-  wopts.keep_events_by_tag = cfg.brine.keep_events_by_tag;
-  wopts.max_store_bytes = cfg.brine.max_store_mb * 1048576;
-  wopts.spool_dir = cfg.cachedir / "brine-spool";
-  wopts.spool_batch_bytes = std::min(wopts.spool_batch_bytes, wopts.batch_max_bytes);
-  wopts.spool_max_record_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes);
-  AckMailbox acks;
-  LiveStatus status;
-  wopts.status = &status;
-  Writer writer(wopts, archiver, log, queue, clock, acks);
+  std::unique_ptr<DiskOverflow> overflow = OpenOverflow(cfg, log);
+  d.archiver.emplace(ArchiverOptionsFor(cfg), log);
+  // The reader prepares each bus frame before it queues it (Drain).
+  d.queue.emplace(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow));
+  d.writer_options = WriterOptionsFor(cfg, d.status);
+  d.acks.emplace();
+  Writer& writer = d.writer.emplace(d.writer_options, *d.archiver, log, *d.queue, d.clock, *d.acks);
   try {
     writer.Open();
   } catch (const std::exception& e) {
@@ -466,42 +395,28 @@ int Run(const Args& args, std::ostream& err) {
     return kExitRuntime;
   }
 
-  zmq::context_t ctx(1);
-  zmq::socket_t pull(ctx, zmq::socket_type::pull);
-  zmq::socket_t pub(ctx, zmq::socket_type::pub);
+  d.ctx.emplace(1);
+  d.pull = zmq::socket_t(*d.ctx, zmq::socket_type::pull);
+  d.pub = zmq::socket_t(*d.ctx, zmq::socket_type::pub);
   // The mark counts messages, not bytes, and is per connection: what ZeroMQ
   // parks is bounded in bytes only by mark x max_frame_bytes x connections. So
   // the reader keeps the pipes empty while it can, spilling to the overflow
   // file when the store is slow; the mark matters only once that is full too,
   // and then holds the senders back. docs/reliability.md says more.
-  pull.set(zmq::sockopt::rcvhwm, kPullHighWaterMark);
+  d.pull.set(zmq::sockopt::rcvhwm, kPullHighWaterMark);
   // A message over brine.max_frame_bytes is refused by libzmq as it arrives
   // (the connection that sent it is dropped), so it is never read whole.
-  pull.set(zmq::sockopt::maxmsgsize, cfg.brine.max_frame_bytes);
-  g_max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes);
-  pub.set(zmq::sockopt::sndhwm, 100000);
-  pull.set(zmq::sockopt::linger, 0);
-  pub.set(zmq::sockopt::linger, 0);
-  std::optional<CacheSocket> cache;
-  // Unfinished requests may hold the queue's budget, or two whole requests of
-  // the largest size, whichever is more: one big write always gets through.
-  const std::size_t max_request_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes) + (1u << 20);
-  const std::size_t max_partial_bytes =
-      std::max(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, 2 * max_request_bytes);
+  d.pull.set(zmq::sockopt::maxmsgsize, cfg.brine.max_frame_bytes);
+  d.pub.set(zmq::sockopt::sndhwm, 100000);
+  d.pull.set(zmq::sockopt::linger, 0);
+  d.pub.set(zmq::sockopt::linger, 0);
   try {
     const mode_t old = ::umask(0177);  // socket files 0600 from the start
-    pull.bind(endpoints.pull);
-    pub.bind(endpoints.pub);
+    d.pull.bind(endpoints.pull);
+    d.pub.bind(endpoints.pub);
     // A tcp port another process holds is retried, not fatal (cache_socket.h).
-    cache.emplace(CacheSocketOptions{.endpoint = endpoints.cache,
-                                     .send_timeout = std::chrono::milliseconds(cfg.brine.send_timeout_ms),
-                                     .max_request_bytes = max_request_bytes,
-                                     .max_connections = max_connections,
-                                     .key = cache_key,
-                                     .idle_timeout = kIdleTimeoutsPerSendTimeout *
-                                                     std::chrono::milliseconds(cfg.brine.send_timeout_ms),
-                                     .max_partial_bytes = max_partial_bytes},
-                  queue, acks, pub, clock, log, [&writer] { return writer.Failing(); });
+    d.cache.emplace(CacheSocketOptionsFor(cfg, endpoints.cache, max_connections, cache_key), *d.queue, *d.acks, d.pub,
+                    d.clock, log, [&writer] { return writer.Failing(); });
     ::umask(old);
   } catch (const zmq::error_t& e) {
     err << "brine-master: cannot bind the event bus (" << endpoints.pull << ", " << endpoints.pub << ", "
@@ -512,22 +427,21 @@ int Run(const Args& args, std::ostream& err) {
         << e.what() << "\n";
     return kExitUsage;
   }
-  Reader reader(pull, pub, *cache, acks, queue, clock);
+  d.reader.emplace(ReaderOptions{.max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)}, d.pull,
+                   d.pub, *d.cache, *d.acks, *d.queue, *d.archiver, d.clock);
 
   InstallSignalHandlers();
-  std::atomic<bool> writer_done{false};
-  std::thread writer_thread([&] {
-    writer.Run();
-    writer_done = true;
+  d.writer_thread = std::thread([&d] {
+    d.writer->Run();
+    d.writer_done = true;
   });
-  std::optional<Reporter> reporter;
-  reporter.emplace(ReporterOptions{.metrics_file = cfg.brine.metrics_file,
-                                   .database = cfg.brine.database,
-                                   .spool_dir = wopts.spool_dir,
-                                   .master_id = cfg.id,
-                                   .queue_capacity_bytes = cfg.brine.max_queue_mb << 20,
-                                   .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s)},
-                   status, queue, log, clock);
+  d.reporter.emplace(ReporterOptions{.metrics_file = cfg.brine.metrics_file,
+                                     .database = cfg.brine.database,
+                                     .spool_dir = d.writer_options.spool_dir,
+                                     .master_id = cfg.id,
+                                     .queue_capacity_bytes = cfg.brine.max_queue_mb << 20,
+                                     .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s)},
+                     d.status, *d.queue, log, d.clock);
   // The store is open, the bus bound and the metrics file written: Salt may
   // start (Before=salt-master.service).
   (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
@@ -540,76 +454,119 @@ int Run(const Args& args, std::ostream& err) {
                                : "the job cache is filled from the bus (master_job_cache is " + cfg.master_job_cache +
                                      ")");
   if (!cfg.job_cache) {
-    log.Log(LogLevel::kWarning, "job_cache is False: job loads and minion lists are stored, returns are not");
+    log.Log(LogLevel::kWarning, "job_cache is False: job loads and minions are stored, returns are not");
   }
+  return std::nullopt;
+}
 
+// The loop: reads the bus and serves the acknowledged socket until SIGTERM or
+// SIGINT; SIGHUP reopens the log.
+void Loop(Daemon& d) {
   while (g_stop_signal == 0) {
-    if (g_reopen_log.exchange(false)) log.Reopen();
-    reader.Turn(std::chrono::milliseconds(100));
+    if (g_reopen_log.exchange(false)) d.log->Reopen();
+    d.reader->Turn(std::chrono::milliseconds(100));
+  }
+}
+
+// The two-phase stop after SIGTERM or SIGINT (docs/reliability.md, promise 2).
+// Reading: keep reading until the bus has been quiet for 200 ms, so a
+// sender's last frames are not left behind; then unbind, which ends every
+// sender's connection so their next frames wait (the Salt plug-in spools
+// them, and its next request spools at once instead of waiting out
+// brine.send_timeout_ms), and read what had already arrived. Both parts end
+// kStopReadingFor after the signal at the latest (2 s of it kept for the
+// second), since senders that never pause would keep the first busy for ever.
+// Committing: the queue is closed and the writer commits everything read,
+// while the reader serves the acknowledged replies; what still waits in the
+// overflow file kStopCommittingOverflowFor later is saved for the next start.
+class Stop {
+ public:
+  // `d` must outlive the Stop; its writer thread runs.
+  explicit Stop(Daemon& d) : d_(d), started_(std::chrono::steady_clock::now()) {
+    (void)NotifyServiceManager("STOPPING=1");
+    d_.log->Log(LogLevel::kInfo, std::string("signal ") + std::to_string(g_stop_signal.load()) + ": draining the bus");
   }
 
-  // Stop: keep reading until the bus has been quiet for 200 ms, so a sender's
-  // last frames are not left behind; then unbind, which ends every sender's
-  // connection so their next frames wait (the Salt plug-in spools them, and
-  // its next request spools at once instead of waiting out
-  // brine.send_timeout_ms), and read what had already arrived. Both phases
-  // end kStopReadingFor after the signal at the latest (2 s of it kept for the
-  // second), since senders that never pause would keep the first busy for ever.
-  (void)NotifyServiceManager("STOPPING=1");
-  log.Log(LogLevel::kInfo, std::string("signal ") + std::to_string(g_stop_signal.load()) + ": draining the bus");
-  const auto stop_start = std::chrono::steady_clock::now();
-  auto read_until_quiet = [&](std::chrono::milliseconds quiet, std::chrono::steady_clock::time_point until) {
+  // Runs both phases, then closes the sockets. Returns the exit code.
+  int Run() {
+    Read();
+    Commit();
+    return Finish();
+  }
+
+ private:
+  void Read() {
+    ReadUntilQuiet(std::chrono::milliseconds(200), started_ + kStopReadingFor - std::chrono::seconds(2));
+    try {
+      d_.pull.unbind(d_.endpoints.pull);
+      d_.cache->Unbind();
+    } catch (const zmq::error_t& e) {
+      d_.log->Log(LogLevel::kWarning, std::string("unbinding the pull socket: ") + e.what());
+    }
+    ReadUntilQuiet(std::chrono::milliseconds(100), started_ + kStopReadingFor);
+  }
+
+  void ReadUntilQuiet(std::chrono::milliseconds quiet, std::chrono::steady_clock::time_point until) {
     auto quiet_since = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() < until && std::chrono::steady_clock::now() - quiet_since < quiet) {
       // A full queue is not a quiet bus: the frames wait in libzmq's pipes.
-      if (reader.Turn(std::chrono::milliseconds(20)) > 0 || !reader.polled_bus()) {
+      if (d_.reader->Turn(std::chrono::milliseconds(20)) > 0 || !d_.reader->polled_bus()) {
         quiet_since = std::chrono::steady_clock::now();
       }
     }
-  };
-  read_until_quiet(std::chrono::milliseconds(200), stop_start + kStopReadingFor - std::chrono::seconds(2));
-  try {
-    pull.unbind(endpoints.pull);
-    cache->Unbind();
-  } catch (const zmq::error_t& e) {
-    log.Log(LogLevel::kWarning, std::string("unbinding the pull socket: ") + e.what());
   }
-  read_until_quiet(std::chrono::milliseconds(100), stop_start + kStopReadingFor);
-  queue.Close();
-  // Acknowledged requests are answered as the writer commits them; serve
-  // the replies while it finishes, then the last ones.
-  const auto save_at = std::chrono::steady_clock::now() + kStopCommittingOverflowFor;
-  bool saved = false;
-  std::size_t saved_frames = 0;
-  while (!writer_done) {
-    reader.Turn(std::chrono::milliseconds(20), Reader::Bus::kLeave);
-    if (saved || std::chrono::steady_clock::now() < save_at) continue;
-    saved = true;
-    try {
-      if (const std::size_t n = saved_frames = queue.SaveOverflow(); n > 0) {
-        log.Log(LogLevel::kWarning, std::to_string(n) + " frames still in the overflow file saved to " +
-                                        (cfg.brine.overflow_dir / DiskOverflow::kSavedName).string() +
-                                        "; they are filed first at the next start");
+
+  void Commit() {
+    d_.queue->Close();
+    // Acknowledged requests are answered as the writer commits them; serve
+    // the replies while it finishes, then the last ones.
+    const auto save_at = std::chrono::steady_clock::now() + kStopCommittingOverflowFor;
+    bool saved = false;
+    while (!d_.writer_done) {
+      d_.reader->Turn(std::chrono::milliseconds(20), Reader::Bus::kLeave);
+      if (saved || std::chrono::steady_clock::now() < save_at) continue;
+      saved = true;
+      try {
+        if (const std::size_t n = saved_frames_ = d_.queue->SaveOverflow(); n > 0) {
+          d_.log->Log(LogLevel::kWarning, std::to_string(n) + " frames still in the overflow file saved to " +
+                                              (d_.cfg.brine.overflow_dir / DiskOverflow::kSavedName).string() +
+                                              "; they are filed first at the next start");
+        }
+      } catch (const std::system_error& e) {
+        d_.log->Log(LogLevel::kError, std::string("the overflow file could not be saved (") + e.what() +
+                                          "): committing its frames instead");
       }
-    } catch (const std::system_error& e) {
-      log.Log(LogLevel::kError, std::string("the overflow file could not be saved (") + e.what() +
-                                    "): committing its frames instead");
     }
+    d_.writer_thread.join();
+    d_.cache->SendReplies();
   }
-  writer_thread.join();
-  cache->SendReplies();
-  reporter.reset();
-  pull.close();
-  pub.close();
-  cache.reset();
-  for (const auto& path : endpoints.ipc_paths) {
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
+
+  int Finish() {
+    d_.reporter.reset();
+    d_.pull.close();
+    d_.pub.close();
+    d_.cache.reset();
+    for (const auto& path : d_.endpoints.ipc_paths) {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+    d_.log->Log(LogLevel::kInfo, saved_frames_ == 0
+                                     ? std::string("stopped; everything read was committed")
+                                     : "stopped; everything read was committed, except the " +
+                                           std::to_string(saved_frames_) + " frames saved for the next start");
+    return kExitOk;
   }
-  log.Log(LogLevel::kInfo, saved_frames == 0 ? std::string("stopped; everything read was committed")
-                                             : "stopped; everything read was committed, except the " +
-                                                   std::to_string(saved_frames) + " frames saved for the next start");
-  return kExitOk;
+
+  Daemon& d_;
+  const std::chrono::steady_clock::time_point started_;
+  std::size_t saved_frames_ = 0;
+};
+
+int Run(const Args& args, std::ostream& err) {
+  auto daemon = std::make_unique<Daemon>();
+  if (auto code = Start(args, err, *daemon)) return *code;
+  Loop(*daemon);
+  return Stop(*daemon).Run();
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "brine/master/frame_queue.h"
+#include "frame_queue.h"
 
 #include <system_error>
 
@@ -10,27 +10,30 @@ std::size_t AckRequest::bytes() const {
   return n;
 }
 
-bool FrameQueue::Push(Frame frame) {
-  std::unique_lock lock(mu_);
-  if (closed_) return false;
+bool FrameQueue::SpillLocked(Frame& frame) {
   const bool behind_disk = !tail_.empty() || !OverflowEmptyLocked();
-  if (behind_disk || bytes_ >= capacity_bytes_) {
-    if (tail_.empty() && overflow_ && overflow_->Append(frame)) {
-      not_empty_.notify_one();
-      return HasRoomLocked();
-    }
-  }
-  if (prepare_ && !frame.prepared) {
-    // Outside the lock, so the writer goes on meanwhile. Only this thread
-    // adds frames, so where the frame goes stays decided: the writer's pops
-    // only free room.
-    lock.unlock();
-    prepare_(frame);
-    lock.lock();
-  }
-  bytes_ += frame.memory_bytes();
-  (behind_disk ? tail_ : frames_).push_back(std::move(frame));
+  if (!behind_disk && bytes_ < capacity_bytes_) return false;
+  if (!tail_.empty() || !overflow_ || !overflow_->Append(frame)) return false;
   not_empty_.notify_one();
+  return true;
+}
+
+bool FrameQueue::Spill(Frame& frame) {
+  std::lock_guard lock(mu_);
+  return !closed_ && SpillLocked(frame);
+}
+
+bool FrameQueue::Push(Frame frame) {
+  std::lock_guard lock(mu_);
+  if (closed_) return false;
+  // A prepared frame was left by Spill: only this thread adds frames, and the
+  // writer's pops only free room, so it still belongs in memory.
+  if (frame.prepared || !SpillLocked(frame)) {
+    const bool behind_disk = !tail_.empty() || !OverflowEmptyLocked();
+    bytes_ += frame.memory_bytes();
+    (behind_disk ? tail_ : frames_).push_back(std::move(frame));
+    not_empty_.notify_one();
+  }
   return HasRoomLocked();
 }
 
@@ -45,8 +48,8 @@ void FrameQueue::Recycle(std::vector<std::unique_ptr<PreparedFrame>>& spent) {
   bytes_ += size;
 }
 
-std::size_t FrameQueue::Refill() {
-  if (!prepare_) return 0;
+std::size_t FrameQueue::BeginRefill(std::vector<Frame>& out) {
+  out.clear();
   std::vector<std::unique_ptr<PreparedFrame>> to_free;
   {
     std::lock_guard lock(mu_);
@@ -55,25 +58,25 @@ std::size_t FrameQueue::Refill() {
     recycled_bytes_ = 0;
   }
   to_free.clear();  // here, outside the lock
-  std::vector<Frame> taken;
-  {
-    std::lock_guard lock(mu_);
-    // Closed (a stop), the writer reads the disk itself: it must not wait on
-    // the reader's preparing while the stop's time runs.
-    if (closed_ || OverflowEmptyLocked() || bytes_ * 2 >= capacity_bytes_) return 0;
-    refilling_ = ReadOverflowLocked(kRefillFrames, (capacity_bytes_ - bytes_) / kRefillExpansion, taken);
-  }
-  for (Frame& f : taken) prepare_(f);
+  std::lock_guard lock(mu_);
+  // Closed (a stop), the writer reads the disk itself: it must not wait on
+  // the reader's preparing while the stop's time runs.
+  if (closed_ || OverflowEmptyLocked() || bytes_ * 2 >= capacity_bytes_) return 0;
+  refilling_ = ReadOverflowLocked(kRefillFrames, (capacity_bytes_ - bytes_) / kRefillExpansion, out);
+  return refilling_;
+}
+
+void FrameQueue::EndRefill(std::vector<Frame>& frames) {
   std::lock_guard lock(mu_);
   // Everything in frames_ is older than the disk's frames and everything in
   // tail_ newer, so these go at the end of frames_.
-  for (Frame& f : taken) {
+  for (Frame& f : frames) {
     bytes_ += f.memory_bytes();
     frames_.push_back(std::move(f));
   }
+  frames.clear();
   refilling_ = 0;
   not_empty_.notify_all();
-  return taken.size();
 }
 
 bool FrameQueue::HasRoomLocked() const {

@@ -1,4 +1,4 @@
-#include "brine/master/logger.h"
+#include "logger.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

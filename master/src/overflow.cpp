@@ -1,4 +1,4 @@
-#include "brine/master/overflow.h"
+#include "overflow.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,8 +11,8 @@
 #include <system_error>
 #include <type_traits>
 
-#include "brine/master/frame_queue.h"
-#include "brine/master/spool.h"
+#include "frame_queue.h"
+#include "spool.h"
 
 namespace brine::master {
 namespace {

@@ -1,4 +1,4 @@
-#include "brine/master/ownership.h"
+#include "ownership.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "brine/master/reporter.h"
+#include "reporter.h"
 
 #include <unistd.h>
 
@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "brine/core/atomic_file.h"
-#include "brine/master/service_notify.h"
 #include "brine/store/store.h"
+#include "service_notify.h"
 
 namespace brine::master {
 namespace {

@@ -1,4 +1,4 @@
-#include "brine/master/service_notify.h"
+#include "service_notify.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -1,4 +1,4 @@
-#include "brine/master/spool.h"
+#include "spool.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "brine/master/store_lock.h"
+#include "store_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -1,4 +1,4 @@
-#include "brine/master/writer.h"
+#include "writer.h"
 
 #include <algorithm>
 #include <cstdio>

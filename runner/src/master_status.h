@@ -1,6 +1,6 @@
 // What brine-run can tell about a running brine-master without asking it:
 // whether something listens on its bus, and the metrics file it rewrites
-// every second (brine.metrics_file; master/include/brine/master/reporter.h).
+// every second (brine.metrics_file; master/src/reporter.h).
 #pragma once
 
 #include <filesystem>

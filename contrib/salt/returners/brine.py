@@ -10,7 +10,7 @@ Master config (docs/salt.md says more)::
 Writes are acknowledged. Each call sends its frames as one request to
 brine-master's job-cache socket (``<brine.sock_dir>/brine_cache.ipc``, or
 ``tcp://127.0.0.1:<brine.tcp_cache_port>`` with ``ipc_mode: tcp``; the grammar
-heads master/include/brine/master/cache_socket.h) and returns only once
+heads master/src/cache_socket.h) and returns only once
 brine-master answers that the commit holding them is done, or once the frames
 are fsynced into the spool. So when a call returns, any process reads the
 write, and a ``kill -9`` of brine-master cannot lose it. The job cache's own
@@ -30,7 +30,7 @@ user.
 When brine-master does not answer within ``brine.send_timeout_ms`` (default
 2000), or answers that it cannot take the request (its store is failing), the
 frames are appended to ``<cachedir>/brine-spool/<pid>.frames`` (fsynced, see
-master/include/brine/master/spool.h for the format) and brine-master files
+master/src/spool.h for the format) and brine-master files
 them at its next maintenance pass. Spool files and their folder belong to the
 Salt master's ``user``, whichever process (the master as ``salt``,
 ``salt-run`` as root) writes first. The folder is opened without following

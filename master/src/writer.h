@@ -45,13 +45,13 @@
 #include <vector>
 
 #include "brine/core/time.h"
-#include "brine/master/ack.h"
-#include "brine/master/archiver.h"
-#include "brine/master/frame_queue.h"
-#include "brine/master/live_status.h"
-#include "brine/master/logger.h"
-#include "brine/master/spool.h"
 #include "brine/store/store.h"
+#include "ack.h"
+#include "archiver.h"
+#include "frame_queue.h"
+#include "live_status.h"
+#include "logger.h"
+#include "spool.h"
 
 namespace brine::master {
 

@@ -10,12 +10,13 @@
 // larger than the whole capacity cannot wedge the pipeline.
 //
 // Bus frames may be prepared (decoded and encoded as JSON, prepared_frame.h)
-// by the reader before the writer takes them: with a `prepare` function the
-// queue calls it on the pushing thread, outside its lock, for each frame that
-// will wait in memory (one bound for the disk is written raw), and Refill
-// brings the disk's oldest frames back into memory prepared. A prepared frame
-// counts its decoded memory too (Frame::memory_bytes), so max_queue_mb bounds
-// what the frames hold, not only their bytes on the wire.
+// before the writer takes them. The queue prepares nothing itself: its
+// pushing thread (brine-master's reader) asks Spill to take a frame to the
+// disk raw, prepares the frame Spill left, and Pushes it; BeginRefill and
+// EndRefill bring the disk's oldest frames back into memory, prepared by that
+// thread in between. A prepared frame counts its decoded memory too
+// (Frame::memory_bytes), so max_queue_mb bounds what the frames hold, not
+// only their bytes on the wire.
 //
 // The acknowledged lane holds the Salt plug-in's requests (cache_socket.h),
 // each a group of frames a caller is waiting on. It has a byte budget of its
@@ -29,36 +30,17 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "brine/core/time.h"
-#include "brine/master/overflow.h"
-#include "brine/master/prepared_frame.h"
+#include "frame.h"
+#include "overflow.h"
+#include "prepared_frame.h"
 
 namespace brine::master {
-
-struct Frame {
-  std::string bytes;  // the frame as read (parts joined when `parts` > 1)
-  Micros received;    // arrival time
-  int parts = 1;      // ZeroMQ message parts; more than 1 is quarantined
-  std::string damage; // non-empty: not a frame but bytes a spool file could not
-                      // account for (spool.h); quarantined with this reason
-  // Where the frame came from. The Salt plug-in's job-cache writes
-  // (brine/cache/*) count only from its own channels when it is the master's
-  // job cache (archiver.h).
-  enum class Source { kBus, kAcked, kSpool };
-  Source source = Source::kBus;
-  std::uint64_t ack_token = 0;  // the AckRequest it belongs to; 0: none
-  // What the reader made of it (prepared_frame.h); nullptr: not prepared.
-  // Never written to the disk overflow or a spool: those keep `bytes` only.
-  std::unique_ptr<PreparedFrame> prepared;
-  // The memory the frame holds in a queue: its bytes and its preparation.
-  [[nodiscard]] std::size_t memory_bytes() const { return bytes.size() + (prepared ? prepared->bytes : 0); }
-};
 
 // Frames a Salt process waits on: they are filed and committed together, then
 // the writer reports `token` done (ack.h).
@@ -77,33 +59,39 @@ struct AckRequest {
 
 class FrameQueue {
  public:
-  // Fills in frame.prepared; must not throw (a frame it cannot read gets
-  // PreparedFrame::quarantine).
-  using Prepare = std::function<void(Frame&)>;
-
   // Each lane holds up to `capacity_bytes` in memory; the bus lane goes on
-  // into `overflow` when one is given. With `prepare`, bus frames are
-  // prepared on the thread that pushes them (see above).
-  explicit FrameQueue(std::size_t capacity_bytes, std::unique_ptr<DiskOverflow> overflow = nullptr,
-                      Prepare prepare = nullptr)
-      : capacity_bytes_(capacity_bytes), overflow_(std::move(overflow)), prepare_(std::move(prepare)) {}
+  // into `overflow` when one is given.
+  explicit FrameQueue(std::size_t capacity_bytes, std::unique_ptr<DiskOverflow> overflow = nullptr)
+      : capacity_bytes_(capacity_bytes), overflow_(std::move(overflow)) {}
+
+  // Takes `frame` onto the disk, raw, when it must wait there: the memory
+  // lane is full or frames already wait on disk, and the disk accepts it.
+  // Returns true when it took the frame (its bytes are on disk: the caller
+  // drops it); false leaves it to the caller, for Push. On the pushing thread, which alone
+  // adds frames, so a frame Spill left still belongs in memory at its Push.
+  [[nodiscard]] bool Spill(Frame& frame);
 
   // Adds `frame` to the bus lane, full or not (see HasRoom), unless the
-  // queue is closed. Returns HasRoom() as it is afterwards: whether the reader
-  // may read another frame.
+  // queue is closed: an unprepared frame onto the disk when Spill would take
+  // it, else (and a prepared frame always) into memory, behind the disk's
+  // frames when there are any. Returns HasRoom() as it is afterwards: whether
+  // the reader may read another frame.
   bool Push(Frame frame);
 
-  // With a `prepare` function, on the pushing thread only: frees what the
-  // writer recycled, and unless the queue is closed, when the memory
-  // lane is under half full and the disk holds frames, moves up to
-  // kRefillFrames of the oldest back into memory, prepared outside the lock
-  // (the writer takes nothing behind them meanwhile, so the order holds).
+  // On the pushing thread only, as a pair: BeginRefill frees what the writer
+  // recycled, and unless the queue is closed, when the memory lane is under
+  // half full and the disk holds frames, moves up to kRefillFrames of the
+  // oldest into `out` (cleared first) and returns how many; the caller
+  // prepares them outside the lock and hands them to EndRefill, which puts
+  // them at the memory lane's end. Meanwhile the writer takes nothing behind
+  // them, so the order holds; a caller that got frames must call EndRefill.
   // Reads at most 1/kRefillExpansion of the free memory in raw bytes (at
   // least one frame), since a prepared frame takes a few times its bytes;
   // the memory lane can pass its capacity by what one refill's frames hold
-  // beyond that. Returns the frames moved. A disk that cannot be read gives
-  // what was read and one damaged frame, as the writer's read does.
-  std::size_t Refill();
+  // beyond that. A disk that cannot be read gives what was read and one
+  // damaged frame, as the writer's read does.
+  std::size_t BeginRefill(std::vector<Frame>& out);
+  void EndRefill(std::vector<Frame>& frames);
   // At most a millisecond or so of preparing per refill: the reader serves
   // the acknowledged socket between them.
   static constexpr std::size_t kRefillFrames = 128;
@@ -112,7 +100,7 @@ class FrameQueue {
   // that allocated them frees them (glibc's free of another thread's chunks
   // locks that thread's arena and starves its malloc: measured, it cost more
   // than the preparing saved). They count against the memory lane until
-  // Refill, on the pushing thread, frees them.
+  // BeginRefill, on the pushing thread, frees them.
   void Recycle(std::vector<std::unique_ptr<PreparedFrame>>& spent);
   static constexpr std::size_t kRefillExpansion = 8;
 
@@ -155,6 +143,8 @@ class FrameQueue {
   // mu_ held, all of them.
   std::size_t TakeAckedLocked(std::vector<AckRequest>& acked);
   bool HasRoomLocked() const;
+  // Spill, mu_ held.
+  bool SpillLocked(Frame& frame);
   bool OverflowEmptyLocked() const { return !overflow_ || overflow_->empty(); }
   std::size_t ReadOverflowLocked(std::size_t max_frames, std::size_t max_bytes, std::vector<Frame>& out);
 
@@ -167,8 +157,7 @@ class FrameQueue {
   std::unique_ptr<DiskOverflow> overflow_;
   std::deque<Frame> tail_;
   std::size_t bytes_ = 0;   // memory_bytes()
-  Prepare prepare_;
-  // Frames Refill took from the disk and is preparing: the writer waits for
+  // Frames BeginRefill took from the disk and EndRefill has not put back: the writer waits for
   // them rather than take what is behind them.
   std::size_t refilling_ = 0;
   std::vector<std::unique_ptr<PreparedFrame>> recycled_;

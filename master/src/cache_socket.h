@@ -89,9 +89,9 @@
 #include <zmq.hpp>
 
 #include "brine/core/time.h"
-#include "brine/master/ack.h"
-#include "brine/master/frame_queue.h"
-#include "brine/master/logger.h"
+#include "ack.h"
+#include "frame_queue.h"
+#include "logger.h"
 
 namespace brine::master {
 

@@ -28,9 +28,9 @@
 #include <thread>
 
 #include "brine/core/time.h"
-#include "brine/master/frame_queue.h"
-#include "brine/master/live_status.h"
-#include "brine/master/logger.h"
+#include "frame_queue.h"
+#include "live_status.h"
+#include "logger.h"
 
 namespace brine::master {
 

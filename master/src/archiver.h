@@ -45,10 +45,10 @@
 #include <string_view>
 #include <vector>
 
-#include "brine/master/frame_queue.h"
-#include "brine/master/logger.h"
-#include "brine/master/prepared_frame.h"
 #include "brine/store/store.h"
+#include "frame.h"
+#include "logger.h"
+#include "prepared_frame.h"
 
 namespace brine::master {
 
@@ -100,17 +100,22 @@ class Archiver {
   // `log` must outlive the Archiver.
   Archiver(ArchiverOptions options, Logger& log);
 
-  // What Ingest makes of `frame` before it touches the store: decoding, the
-  // tag, the filters and the JSON text the store keeps (prepared_frame.h).
-  // Reads nothing but the options, so any thread may call it while another
-  // ingests (brine-master's reader prepares, its writer files). Never throws
-  // for a frame's content: an unreadable frame gets a quarantine reason.
-  [[nodiscard]] std::unique_ptr<PreparedFrame> Prepare(const Frame& frame) const;
+  // The one preparer: sets frame.prepared, unless it is set, to what Ingest
+  // makes of `frame` before it touches the store: decoding, the tag, the
+  // filters and the JSON text the store keeps (prepared_frame.h). Called where
+  // a frame enters the pipeline: by brine-master's reader for a bus frame and
+  // one back from the overflow file, by Ingest for every other (the
+  // acknowledged lane, a spool file, the overflow read by the writer, a
+  // replay). Reads nothing but the options, so any thread may call it while
+  // another ingests. Never throws for a frame's content: an unreadable frame
+  // gets a quarantine reason. Throws std::bad_alloc, the frame then left
+  // unprepared.
+  void Prepare(Frame& frame) const;
 
   // Files `frame` into `store`, which should have a batch open, and adds what
   // happened to `counts`. Uses frame.prepared when set and returns it (for
   // FrameQueue::Recycle; the frame keeps its bytes, so a replay prepares it
-  // again), else prepares the frame itself and returns nullptr. Throws what
+  // again), else prepares the frame itself (Prepare) and returns nullptr. Throws what
   // the store throws (the caller replays the batch after reopening).
   std::unique_ptr<PreparedFrame> Ingest(store::Store& store, Frame& frame, Counters& counts);
 
@@ -125,6 +130,8 @@ class Archiver {
   [[nodiscard]] bool PluginIsJobCache() const { return options_.plugin_is_job_cache; }
 
  private:
+  // What Prepare sets.
+  [[nodiscard]] std::unique_ptr<PreparedFrame> MakePrepared(const Frame& frame) const;
   static constexpr std::chrono::seconds kQuarantineLogInterval{10};
 
   // Ingest with the preparation at hand.
