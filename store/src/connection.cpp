@@ -38,10 +38,7 @@ void RethrowAsStoreError(std::string_view context, Op op) {
   }
 }
 
-namespace {
-
-// `path` as a read-only immutable URI connection, or nullptr when that fails too.
-std::unique_ptr<SQLite::Database> OpenImmutable(const std::filesystem::path& path, const OpenOptions& options) {
+std::string FileUri(const std::filesystem::path& path) {
   std::string uri = "file:";
   for (const unsigned char c : std::filesystem::absolute(path).string()) {
     if (std::isalnum(c) != 0 || c == '/' || c == '.' || c == '-' || c == '_') {
@@ -53,7 +50,14 @@ std::unique_ptr<SQLite::Database> OpenImmutable(const std::filesystem::path& pat
       uri += kHex[c & 0xF];
     }
   }
-  uri += "?immutable=1";
+  return uri;
+}
+
+namespace {
+
+// `path` as a read-only immutable URI connection, or nullptr when that fails too.
+std::unique_ptr<SQLite::Database> OpenImmutable(const std::filesystem::path& path, const OpenOptions& options) {
+  const std::string uri = FileUri(path) + "?immutable=1";
   try {
     auto db = std::make_unique<SQLite::Database>(
         uri, SQLite::OPEN_READONLY | SQLite::OPEN_URI | SQLite::OPEN_NOMUTEX, static_cast<int>(options.busy_timeout.count()));

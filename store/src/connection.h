@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include <SQLiteCpp/Database.h>
@@ -18,6 +19,11 @@ namespace brine::store::detail {
 // Throws as OpenStore documents.
 std::unique_ptr<SQLite::Database> OpenConnection(const std::filesystem::path& path,
                                                  const OpenOptions& options);
+
+// `path` made absolute as a `file:` URI (every byte but letters, digits and
+// `/._-` percent-encoded), for SQLite's URI options: "?mode=ro",
+// "?immutable=1".
+[[nodiscard]] std::string FileUri(const std::filesystem::path& path);
 
 // Rethrows the exception being handled as a store error, with `context`
 // prefixed to SQLite's message: BUSY/LOCKED -> BusyError; CORRUPT/NOTADB ->

@@ -74,6 +74,28 @@ namespace {
 bool IdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_' || (c & 0x80) != 0; }
 bool IdentChar(char c) { return IdentStart(c) || std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '$'; }
 
+// Where a quoted run that opens at s[i] (`quote`) ends: past its closing
+// quote, a doubled quote being one quote inside it (and, with `escapes`, a
+// backslash escaping the next byte); the end of `s` when it never closes.
+std::size_t PastQuoted(std::string_view s, std::size_t i, char quote, bool escapes) {
+  const std::size_t n = s.size();
+  ++i;
+  while (i < n) {
+    if (escapes && s[i] == '\\') {
+      i += 2;
+    } else if (s[i] == quote) {
+      if (i + 1 < n && s[i + 1] == quote) {
+        i += 2;
+      } else {
+        return i + 1;
+      }
+    } else {
+      ++i;
+    }
+  }
+  return n;
+}
+
 // PostgreSQL's lexical structure, as far as finding statement ends and
 // parameters needs it. Calls on_semicolon(i) and on_param(start, end) for
 // what lies outside quotes and comments; `code(i)` for each byte of code
@@ -104,36 +126,10 @@ void ScanPostgres(std::string_view s, Semicolon on_semicolon, Param on_param, Co
       // E'...' takes backslash escapes; '' is a quote in every form.
       const bool escapes = i > 0 && (s[i - 1] == 'E' || s[i - 1] == 'e') && (i < 2 || !IdentChar(s[i - 2]));
       code(i);
-      ++i;
-      while (i < n) {
-        if (escapes && s[i] == '\\') {
-          i += 2;
-        } else if (s[i] == '\'') {
-          if (i + 1 < n && s[i + 1] == '\'') {
-            i += 2;
-          } else {
-            ++i;
-            break;
-          }
-        } else {
-          ++i;
-        }
-      }
+      i = PastQuoted(s, i, '\'', escapes);
     } else if (c == '"') {
       code(i);
-      ++i;
-      while (i < n) {
-        if (s[i] == '"') {
-          if (i + 1 < n && s[i + 1] == '"') {
-            i += 2;
-          } else {
-            ++i;
-            break;
-          }
-        } else {
-          ++i;
-        }
-      }
+      i = PastQuoted(s, i, '"', false);
     } else if (c == '$' && (i == 0 || !IdentChar(s[i - 1])) && i + 1 < n &&
                std::isdigit(static_cast<unsigned char>(s[i + 1])) != 0) {
       // $1: a positional parameter.

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 
+#include "connection.h"
 #include "sql_internal.h"
 
 namespace brine::store::detail {
@@ -18,20 +19,7 @@ using Clock = std::chrono::steady_clock;
 
 // "file:" URI of `path` with `mode=ro`: SQLite then opens the file read-only
 // whatever the flags (and refuses to create it).
-std::string ReadOnlyUri(const std::string& path) {
-  std::string uri = "file:";
-  for (const unsigned char c : std::filesystem::absolute(path).string()) {
-    if (std::isalnum(c) != 0 || c == '/' || c == '.' || c == '-' || c == '_') {
-      uri += static_cast<char>(c);
-    } else {
-      static constexpr char kHex[] = "0123456789ABCDEF";
-      uri += '%';
-      uri += kHex[c >> 4];
-      uri += kHex[c & 0xF];
-    }
-  }
-  return uri + "?mode=ro";
-}
+std::string ReadOnlyUri(const std::string& path) { return FileUri(path) + "?mode=ro"; }
 
 // Why the progress handler stopped a statement.
 struct Budget {
