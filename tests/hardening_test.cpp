@@ -20,6 +20,7 @@
 #include <thread>
 #include <zmq.hpp>
 
+#include "brine/core/jid.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
 #include "overflow.h"
@@ -485,7 +486,9 @@ TEST_CASE("hardening: a return whose jid is an int is filed under its text, and 
 TEST_CASE("hardening: brine-run reads a store in a folder it cannot write (an immutable read)", "[hardening][e2e]") {
   MasterProcess m;
   m.Start();
-  const std::string jid = "20240101120000000001";
+  // A jid of now: the retention pass brine-master runs at start would
+  // remove a job older than keep_jobs if the return is filed before it.
+  const std::string jid = brine::FormatJid(brine::SystemClock().Now());
   PushFrames(m.pull_endpoint(),
              {NewFrame("salt/job/" + jid + "/ret/m1",
                        Value::Map({{"cmd", "_return"}, {"id", "m1"}, {"success", true}, {"return", "pong"},
@@ -718,7 +721,9 @@ TEST_CASE("hardening: NaN and infinities in a return are kept through the store 
           "[hardening][e2e]") {
   MasterProcess m;
   m.Start();
-  const std::string jid = "20240101120000000002";
+  // A jid of now: the retention pass brine-master runs at start would
+  // remove a job older than keep_jobs if the return is filed before it.
+  const std::string jid = brine::FormatJid(brine::SystemClock().Now());
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
   brine::ValueList values = {Value(nan), Value(inf), Value(-inf), Value(1.5)};
