@@ -462,8 +462,12 @@ TEST_CASE("operations: brine.import_local_cache reads a local_cache tree written
   m.Start();
   const std::string conf = m.conf_dir().string();
   std::atomic<bool> stop{false};
+  // At least one burst, however quick the imports are (they can end before
+  // the thread's first look at `stop`).
   brine::test::JoiningThread writer([&] {
-    while (!stop) brine::test::PushFrames(m.pull_endpoint(), Events(50));
+    do {
+      brine::test::PushFrames(m.pull_endpoint(), Events(50));
+    } while (!stop);
   }, [&] { stop = true; });
   const CliResult first = Run({"-c", conf, "brine.import_local_cache", "--out", "json"});
   const CliResult second = Run({"-c", conf, "brine.import_local_cache", jobs.string(), "--out", "json"});

@@ -32,6 +32,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # pragma: no cover - reported by the skip below
     webdriver = None
 
@@ -176,6 +177,8 @@ class BrowserTest(unittest.TestCase):
     def test_4_logout(self):
         self.driver.get(self.url)
         self.driver.find_element(By.ID, "logout").click()
+        # The click only starts the POST and its redirect: wait for the page to change.
+        WebDriverWait(self.driver, 30).until(lambda d: d.current_url.endswith("/login"))
         self.assertTrue(self.driver.current_url.endswith("/login"), self.driver.current_url)
         self.driver.get(self.base + "queues")
         self.assertTrue(self.driver.current_url.endswith("/login"), self.driver.current_url)
