@@ -176,14 +176,15 @@ TEST_CASE("spool: a spool file much larger than a batch is filed with bounded me
   REQUIRE(CountersBalance(m.database()));
   // Loosely: the store's page cache and a batch, not the file (docs/reliability.md:
   // about 200 MiB; measured 87 MiB, and 308 MiB when the file was read whole).
-  // AddressSanitizer's shadow memory and quarantine double a process's RSS.
-#if defined(__SANITIZE_ADDRESS__)
-  constexpr long kBoundKib = 400 * 1024;
-#else
-  constexpr long kBoundKib = 200 * 1024;
-#endif
   REQUIRE(peak_kib > 0);
-  REQUIRE(peak_kib < kBoundKib);
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's quarantine keeps up to 256 MiB of freed batches
+  // resident (measured 499 MiB), so the bound is checked in the Release run,
+  // as hardening_test's flood does.
+  WARN("AddressSanitizer build: brine-master's VmHWM " << peak_kib << " KiB, the bound is not checked");
+#else
+  REQUIRE(peak_kib < 200 * 1024);
+#endif
   // Filed in many commits, and its progress forgotten once it was removed.
   REQUIRE(Counter(m.database(), "batches") > 10);
   REQUIRE(Sql(m.database(), "SELECT count(*) FROM spool_progress") == "0\n");
