@@ -5,37 +5,23 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <limits>
-#include <random>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "brine/config/master_config.h"
-#include "brine/config/yaml.h"
-#include "brine/core/json.h"
 #include "brine/core/value.h"
-#include "support/temp_dir.h"
 #include "support/python_oracle.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
-using brine::JsonStyle;
-using brine::ParseJson;
-using brine::ToJson;
 using brine::Value;
 using brine::config::ConfigError;
 using brine::config::LoadMasterConfig;
 using brine::config::LoadMasterConfigFromText;
 using brine::config::MasterConfig;
-using brine::config::ParseYaml;
-using brine::config::TypeYamlScalar;
-using brine::config::YamlError;
 using brine::test::TempDir;
 using brine::test::WriteFile;
 

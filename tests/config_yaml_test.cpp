@@ -4,8 +4,6 @@
 // The scalar-typing and document tests use PyYAML itself as the oracle (Debian's
 // python3-yaml), with the two SaltYamlSafeLoader changes brine copies written
 // out in the oracle script; without python3 + PyYAML those cases only warn.
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -20,22 +18,17 @@
 #include <string_view>
 #include <vector>
 
-#include "brine/config/master_config.h"
 #include "brine/config/yaml.h"
 #include "brine/core/json.h"
 #include "brine/core/value.h"
-#include "support/temp_dir.h"
 #include "support/python_oracle.h"
+#include "support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using brine::JsonStyle;
 using brine::ParseJson;
 using brine::ToJson;
 using brine::Value;
-using brine::config::ConfigError;
-using brine::config::LoadMasterConfig;
-using brine::config::LoadMasterConfigFromText;
-using brine::config::MasterConfig;
 using brine::config::ParseYaml;
 using brine::config::TypeYamlScalar;
 using brine::config::YamlError;

@@ -1,45 +1,24 @@
 // brine-master end to end, its life as a process: socket files and their
 // modes, a second master, stale sockets, signals, many senders, a full file
 // system, config errors at start, running as the config's user.
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <array>
-#include <atomic>
 #include <catch2/catch.hpp>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <functional>
-#include <regex>
-#include <sstream>
 #include <thread>
 #include <zmq.hpp>
 
-#include "brine/core/jid.h"
-#include "brine/core/json.h"
-#include "brine/core/time.h"
-#include "archiver.h"
-#include "frame_queue.h"
-#include "logger.h"
-#include "spool.h"
-#include "brine/store/store.h"
-#include "brine/wire/codec.h"
 #include "support/joining_thread.h"
+#include "support/master_helpers.h"
 #include "support/master_process.h"
-#include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/tmpfs_mount.h"
-#include "support/master_helpers.h"
 
-using brine::ParseJson;
-using brine::ToJson;
 using brine::Value;
-using brine::ValueList;
 using brine::test::JoiningThread;
 using brine::test::MasterProcess;
 using brine::test::NewFrame;

@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
-#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -19,12 +18,12 @@
 #include "brine/core/time.h"
 #include "brine/store/queues.h"
 #include "brine/wire/codec.h"
-#include "support/value_printer.h"
 #include "support/master_process.h"
 #include "support/postgres_server.h"
 #include "support/process.h"
-#include "support/temp_dir.h"
 #include "support/queue_site.h"
+#include "support/temp_dir.h"
+#include "support/value_printer.h"
 
 using brine::ParseJson;
 using brine::ToJson;

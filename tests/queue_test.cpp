@@ -2,41 +2,29 @@
 // A1-A2 and G1-G10): queue.* through the real brine-run binary and Salt's
 // answers, names and items stored verbatim, and the store's queue API.
 // queue_process_test.cpp holds many processes at once and a live brine-master.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <fstream>
-#include <map>
-#include <set>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
-#include <zmq.hpp>
 
 #include "brine/core/json.h"
-#include "brine/core/time.h"
 #include "brine/store/queues.h"
-#include "brine/wire/codec.h"
-#include "support/value_printer.h"
 #include "support/master_process.h"
-#include "support/postgres_server.h"
 #include "support/process.h"
-#include "support/temp_dir.h"
 #include "support/queue_site.h"
+#include "support/temp_dir.h"
+#include "support/value_printer.h"
 
 using brine::ParseJson;
 using brine::ToJson;
 using brine::Value;
 using brine::store::InsertOutcome;
 using brine::store::OpenQueues;
-using brine::test::MasterProcess;
 using brine::test::RunResult;
 using brine::test::TempDir;
-namespace fs = std::filesystem;
 using namespace brine::test::queue_site;
 
 namespace {

@@ -3,39 +3,25 @@
 // and the reads (get_load, get_jid, get_jids, get_fun, ForEachReturnJson).
 // store_writes_test.cpp and store_maintenance_test.cpp hold the rest.
 #include <SQLiteCpp/Database.h>
-#include <SQLiteCpp/Statement.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <catch2/catch.hpp>
-#include <thread>
 
-#include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "support/golden.h"
-#include "support/joining_thread.h"
 #include "support/master_process.h"
-#include "support/postgres_server.h"
-#include "support/temp_dir.h"
 #include "support/store_fixture.h"
 
-using brine::FakeClock;
 using brine::ParseJson;
 using brine::ToJson;
 using brine::Value;
-using brine::store::Event;
 using brine::store::OpenOptions;
 using brine::store::OpenStore;
 using brine::store::ReturnOutcome;
 using brine::store::Store;
-using brine::test::PostgresServer;
-using brine::test::TempDir;
 using namespace brine::test::store_fixture;
 
 TEST_CASE("store: migrations apply to a fresh file and re-opening is a no-op", "[store][sqlite]") {

@@ -1,31 +1,18 @@
 // The returner layer's writes, on SQLite (or PostgreSQL under ctest
 // store_writes:postgresql): loads, returns and events as given, minion lists,
 // stubs, every JSON type, batches, replays, a reader beside a writer.
-#include <SQLiteCpp/Database.h>
-#include <SQLiteCpp/Statement.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
-#include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <catch2/catch.hpp>
 #include <thread>
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/store.h"
-#include "support/golden.h"
 #include "support/joining_thread.h"
 #include "support/master_process.h"
-#include "support/postgres_server.h"
-#include "support/temp_dir.h"
 #include "support/store_fixture.h"
 
-using brine::FakeClock;
-using brine::ParseJson;
 using brine::ToJson;
 using brine::Value;
 using brine::store::Event;
@@ -33,8 +20,6 @@ using brine::store::OpenOptions;
 using brine::store::OpenStore;
 using brine::store::ReturnOutcome;
 using brine::store::Store;
-using brine::test::PostgresServer;
-using brine::test::TempDir;
 using namespace brine::test::store_fixture;
 
 TEST_CASE("store: a load, a return and an event whose JSON text the caller made are kept as that text", "[store]") {
