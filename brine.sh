@@ -139,7 +139,8 @@ slow() {
   run_ctest build --label-regex slow --no-tests=ignore
   log "ThreadSanitizer build (-DBRINE_SANITIZE=thread): the master and reliability tests"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRINE_SANITIZE=thread >/dev/null
-  cmake --build build-tsan -j "$jobs" --target master_test reliability_test hardening_test
+  cmake --build build-tsan -j "$jobs" --target master_test master_process_test master_retention_test \
+    master_postgres_test master_ack_test master_overflow_test reliability_test hardening_test
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$here/tests/tsan.supp" \
     run_ctest build-tsan --label-exclude slow -R '^(master|reliability|hardening):'
 }

@@ -59,6 +59,7 @@ std::string RunCommand(const std::string& cmd) {
 }
 
 void WriteFile(const std::filesystem::path& path, std::string_view content) {
+  if (!path.parent_path().empty()) std::filesystem::create_directories(path.parent_path());
   std::ofstream f(path, std::ios::binary);
   f.write(content.data(), static_cast<std::streamsize>(content.size()));
   REQUIRE(f.good());

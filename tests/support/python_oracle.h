@@ -18,7 +18,7 @@ namespace brine::test {
 [[nodiscard]] std::string ShellQuote(const std::string& s);
 // Runs `cmd` through the shell; returns its stdout and requires exit status 0.
 std::string RunCommand(const std::string& cmd);
-// Writes `content` to `path` (binary) and requires that it worked.
+// Writes `content` to `path` (binary), creating its folders, and requires that it worked.
 void WriteFile(const std::filesystem::path& path, std::string_view content);
 [[nodiscard]] std::vector<std::string> SplitLines(const std::string& text);
 // Lower-case hex digits to bytes, and bytes to hex digits.
