@@ -20,6 +20,7 @@
 #include <system_error>
 
 #include "archiver.h"
+#include "brine/core/atomic_file.h"
 
 namespace brine::master {
 namespace {
@@ -84,37 +85,19 @@ std::string RandomBytes(std::size_t n) {
   throw std::runtime_error("brine.cache_key_file " + path.string() + ": " + what);
 }
 
-// Makes the key file: a new file under a temporary name, linked into place
-// (link never replaces an existing name). False when another process made
-// one first.
-bool CreateKey(const std::filesystem::path& path) {
-  const std::string key = RandomBytes(kCacheKeyBytes);
-  std::string suffix;
-  for (const unsigned char c : RandomBytes(6)) suffix += "0123456789abcdef"[c & 15];
-  const std::filesystem::path temp = path.parent_path() / ("." + path.filename().string() + "." + suffix + ".tmp");
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) ThrowKeyError(path, std::string("cannot create ") + temp.string() + ": " + std::strerror(errno));
-  const bool written = ::fchmod(fd, 0600) == 0 &&
-                       ::write(fd, key.data(), key.size()) == static_cast<ssize_t>(key.size()) && ::fsync(fd) == 0;
-  const int write_errno = errno;
-  ::close(fd);
-  if (!written) {
-    (void)::unlink(temp.c_str());
-    ThrowKeyError(path, std::string("cannot write ") + temp.string() + ": " + std::strerror(write_errno));
+// Makes the key file through core's AtomicFile (a private temp, fsynced, put
+// in place only while the name is free). Another process making one first is
+// fine: the caller reads that one.
+void CreateKey(const std::filesystem::path& path) {
+  try {
+    AtomicFile file(path, {.mode = 0600, .replace = AtomicFile::Replace::kNever});
+    file.Write(RandomBytes(kCacheKeyBytes));
+    file.Commit();
+  } catch (const FileError& e) {
+    std::error_code ec;
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return;
+    ThrowKeyError(path, std::string("cannot create: ") + e.what());
   }
-  const bool linked = ::link(temp.c_str(), path.c_str()) == 0;
-  const int link_errno = errno;
-  (void)::unlink(temp.c_str());
-  if (!linked && link_errno != EEXIST) ThrowKeyError(path, std::string("cannot create: ") + std::strerror(link_errno));
-  if (linked) {
-    const int dir = ::open(path.parent_path().empty() ? "." : path.parent_path().c_str(),
-                           O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir >= 0) {
-      (void)::fsync(dir);
-      ::close(dir);
-    }
-  }
-  return linked;
 }
 
 // A listening socket at `endpoint`, non-blocking and close-on-exec.
@@ -183,7 +166,7 @@ std::string LoadOrCreateCacheKey(const std::filesystem::path& path) {
     if (fd < 0) {
       if (errno == ELOOP) ThrowKeyError(path, "is a symlink; brine reads its key only from a file of its own");
       if (errno != ENOENT) ThrowKeyError(path, std::string("cannot open: ") + std::strerror(errno));
-      (void)CreateKey(path);
+      CreateKey(path);
       continue;
     }
     struct stat st {};
