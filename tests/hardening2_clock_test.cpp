@@ -26,6 +26,7 @@
 #include "brine/store/queues.h"
 #include "brine/store/store.h"
 #include "support/master_process.h"
+#include "support/runner_site.h"
 #include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -53,23 +54,10 @@ constexpr std::int64_t kYear2100Us = 4102444800LL * 1000000;
 Micros Now() { return brine::SystemClock().Now(); }
 std::int64_t NowUs() { return brine::ToUnixMicros(Now()); }
 
-struct CliResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using brine::test::CliResult;
 
-CliResult RunCli(const std::vector<std::string>& args) {
-  std::vector<std::string> words = {"brine-run"};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  std::ostringstream out, err;
-  const int code = brine::runner::Main(static_cast<int>(words.size()), argv.data(), out, err,
-                                       brine::runner::Terminal::kNotTty);
-  return {code, out.str(), err.str()};
-}
+// brine-run in-process (support/runner_site.h).
+CliResult RunCli(const std::vector<std::string>& args) { return brine::test::Cli(args); }
 
 void WriteBytes(const fs::path& p, const std::string& bytes) {
   std::ofstream f(p, std::ios::binary | std::ios::trunc);

@@ -27,6 +27,7 @@
 #include "brine/wire/codec.h"
 #include "support/joining_thread.h"
 #include "support/master_process.h"
+#include "support/runner_site.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -123,23 +124,10 @@ std::map<std::string, double> ParsePrometheusQuiet(const std::string& text) {
   return out;
 }
 
-struct CliResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using brine::test::CliResult;
 
-CliResult Run(const std::vector<std::string>& args) {
-  std::vector<std::string> words = {"brine-run"};
-  words.insert(words.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  std::ostringstream out, err;
-  const int code = brine::runner::Main(static_cast<int>(words.size()), argv.data(), out, err,
-                                       brine::runner::Terminal::kNotTty);
-  return {code, out.str(), err.str()};
-}
+// brine-run in-process (support/runner_site.h).
+CliResult Run(const std::vector<std::string>& args) { return brine::test::Cli(args); }
 
 std::vector<std::string> Events(int n) {
   std::vector<std::string> frames;
