@@ -97,6 +97,8 @@ Counters& Counters::operator+=(const Counters& o) {
   returns += o.returns;
   cache_writes += o.cache_writes;
   future_arrivals += o.future_arrivals;
+  jobs += o.jobs;
+  failures += o.failures;
   return *this;
 }
 
@@ -170,6 +172,7 @@ std::optional<std::string> Archiver::ApplyCacheWrite(store::Store& store, const 
     const Value* load = data.Find("load");
     if (load == nullptr || !load->is_map()) return tag + ": the load is not a map";
     store.SaveCacheLoad(*jid, *load, OptionalStringList(data.Find("minions")));
+    ++counts.jobs;
   } else if (op == "save_minions") {
     const Value* minions = data.Find("minions");
     if (minions == nullptr || !minions->is_list()) return tag + ": minions is not a list";
@@ -194,7 +197,17 @@ void Archiver::CountReturn(const std::optional<store::ReturnOutcome>& outcome, c
                            const std::string& minion, Counters& counts) {
   if (!outcome) return;
   switch (outcome->kind) {
-    case store::ReturnOutcome::Kind::kStored: ++counts.returns; break;
+    case store::ReturnOutcome::Kind::kStored: {
+      ++counts.returns;
+      // As the store's failed_returns judges the row (retcode <> 0 OR success = 0).
+      const Value* rc = data.Find("retcode");
+      const Value* ok = data.Find("success");
+      if ((rc != nullptr && rc->kind() == Value::Kind::kInt && rc->as_int() != 0) ||
+          (ok != nullptr && ok->is_bool() && !ok->as_bool())) {
+        ++counts.failures;
+      }
+      break;
+    }
     case store::ReturnOutcome::Kind::kConflict:
       ++counts.duplicates;
       log_.Log(LogLevel::kWarning,
@@ -302,6 +315,7 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
   const wire::TagInfo& tag = p.tag_info;
   std::optional<store::ReturnOutcome> outcome;
   bool payload_is_data = false;  // the return stored is exactly this event's data
+  bool outcome_counted = false;
   const Value& data = p.data;
   // The data as is to the job cache, with its JSON text when prepared.
   auto return_data = [&] { return p.data_json.empty() ? store.Returner(data) : store.Returner(data, p.data_json); };
@@ -320,7 +334,10 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
   switch (tag.kind) {
     case wire::TagInfo::Kind::kNew:
     case wire::TagInfo::Kind::kLegacyNewJob:
-      if (p.load_jid) store.SaveLoad(*p.load_jid, p.load, p.load_json, p.minions);
+      if (p.load_jid) {
+        store.SaveLoad(*p.load_jid, p.load, p.load_json, p.minions);
+        ++counts.jobs;
+      }
       break;
     case wire::TagInfo::Kind::kBareJid:
       if (IsReturnLoad(data)) {
@@ -365,13 +382,17 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
         if (const Value* fun = data.Find("fun")) load.Set("fun", *fun);
         if (const Value* user = data.Find("user")) load.Set("user", *user);
         store.SaveLoad(tag.jid, load, std::nullopt);
+        ++counts.jobs;
         outcome = store.Returner(load);
+        // Counted as the store judges the load it stored (no retcode or success).
+        CountReturn(outcome, load, tag.minion, counts);
+        outcome_counted = true;
       }
       break;
     default:
       break;
   }
-  CountReturn(outcome, data, tag.minion, counts);
+  if (!outcome_counted) CountReturn(outcome, data, tag.minion, counts);
   if (outcome && outcome->kind == store::ReturnOutcome::Kind::kNotCached &&
       (tag.kind == wire::TagInfo::Kind::kReturn || tag.kind == wire::TagInfo::Kind::kBareJid)) {
     const Value* jid = data.Find("jid");

@@ -92,6 +92,9 @@ struct Counters {
   // Arrival times more than brine.max_clock_skew_s ahead of the clock, stored
   // as the clock's time (store::OpenOptions::max_clock_skew)
   std::int64_t future_arrivals = 0;
+  // For the hourly rollups (store::HourCounts), not written as counters:
+  std::int64_t jobs = 0;      // publish loads filed (a job's save_load)
+  std::int64_t failures = 0;  // returns among `returns` with retcode not 0 or success false
   Counters& operator+=(const Counters& o);
 };
 
