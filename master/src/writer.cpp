@@ -666,9 +666,9 @@ void Writer::Run() {
           log_.Log(LogLevel::kDebug, std::string("the stop was not recorded in the store: ") + e.what());
         }
         return;
-      } else if (phase_ != Phase::kIdle) {
-        MaintenanceStep();
       } else {
+        // Between maintenance steps too: a long retention pass keeps the heartbeat.
+        if (phase_ != Phase::kIdle) MaintenanceStep();
         IdleHeartbeat();
       }
       continue;
