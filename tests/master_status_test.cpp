@@ -265,3 +265,36 @@ TEST_CASE("master status: HourlyCounts fills every hour, adds to an hour, filter
     CHECK(all[2].events == 10);
   }
 }
+
+TEST_CASE("master status: a retention run removes the hourly rollups of the hours older than every cut, and keeps the rest",
+          "[master][status][e2e]") {
+  for (const std::string& backend : Backends()) {
+    INFO("backend " << backend);
+    brine::test::TempDir dir;
+    const std::string db = StoreFor(backend, dir.path());
+    const auto now = brine::SystemClock().Now();
+    {
+      auto s = brine::store::OpenStore(db, {.master_id = "test_master"});
+      brine::store::Batch batch = s->BeginBatch();
+      s->AddHourlyCounts(std::vector<brine::store::HourCounts>{
+          {.hour = date::floor<std::chrono::hours>(now - std::chrono::hours(72)), .events = 7},
+          {.hour = date::floor<std::chrono::hours>(now - std::chrono::hours(2)), .events = 5}});
+      batch.Commit();
+    }
+    // The first maintenance pass runs at start: retention with the default
+    // keep_jobs_seconds and brine.keep_events_seconds of a day.
+    MasterProcess m("brine.database: '" + db + "'\n");
+    m.Start();
+    auto events_in = [&](std::chrono::hours from, std::chrono::hours until) {
+      auto s = brine::store::OpenStore(db, {.access = brine::store::OpenOptions::Access::kReadOnly});
+      std::int64_t n = 0;
+      for (const auto& h : s->HourlyCounts(now - from, now - until, std::nullopt)) n += h.events;
+      return n;
+    };
+    const bool gone = WaitUntil([&] { return events_in(std::chrono::hours(80), std::chrono::hours(60)) == 0; });
+    INFO(brine::test::ReadFile(m.log_file()));
+    CHECK(gone);
+    CHECK(events_in(std::chrono::hours(3), std::chrono::hours(0)) == 5);
+    REQUIRE(m.Stop() == 0);
+  }
+}
