@@ -61,7 +61,7 @@ std::string Frame(const std::string& tag, const Value& data) {
   return brine::wire::EncodeFrame(tag, data, brine::wire::Framing::kNew);
 }
 
-// `jobs` jobs of `minions` minions each (every third return failed: retcode
+// `jobs` jobs (each announced twice, as Salt does) of `minions` minions each (every third return failed: retcode
 // 1, or success false), and `others` other events.
 std::vector<std::string> Fleet(int jobs, int minions, int others) {
   std::vector<std::string> frames;
@@ -69,9 +69,11 @@ std::vector<std::string> Fleet(int jobs, int minions, int others) {
     const std::string jid = "2026112609" + std::to_string(1000000000 + j);
     Value names = Value::EmptyList();
     for (int m = 0; m < minions; ++m) names.as_list().push_back(Value("m" + std::to_string(m)));
-    frames.push_back(Frame("salt/job/" + jid + "/new",
-                           Value::Map({{"jid", jid}, {"fun", "test.ping"}, {"arg", Value::EmptyList()}, {"tgt", "*"},
-                                       {"tgt_type", "glob"}, {"user", "root"}, {"minions", names}})));
+    const Value load = Value::Map({{"jid", jid}, {"fun", "test.ping"}, {"arg", Value::EmptyList()}, {"tgt", "*"},
+                                   {"tgt_type", "glob"}, {"user", "root"}, {"minions", names}});
+    // Salt announces a publish twice: the old `new_job` and `salt/job/<jid>/new`.
+    frames.push_back(Frame("new_job", load));
+    frames.push_back(Frame("salt/job/" + jid + "/new", load));
     for (int m = 0; m < minions; ++m) {
       const std::string id = "m" + std::to_string(m);
       Value ret = Value::Map({{"jid", jid}, {"id", id}, {"fun", "test.ping"}, {"return", true}});
@@ -119,7 +121,7 @@ TEST_CASE("master status: the status row appears when brine-master starts and up
     CHECK(CounterOf(*st, "stopped_us") == 0);
 
     brine::test::PushFrames(m.pull_endpoint(), Fleet(3, 2, 4));
-    REQUIRE(WaitUntil([&] { return (st = StatusOf(db, "test_master")) && CounterOf(*st, "received") == 13; }));
+    REQUIRE(WaitUntil([&] { return (st = StatusOf(db, "test_master")) && CounterOf(*st, "received") == 16; }));
     CHECK(CounterOf(*st, "last_commit_us") > 0);
     CHECK(CounterOf(*st, "heartbeat_us") >= CounterOf(*st, "last_commit_us"));
     CHECK(CounterOf(*st, "commit_lag_us") >= 0);
@@ -128,7 +130,7 @@ TEST_CASE("master status: the status row appears when brine-master starts and up
     const std::int64_t after_ingest = CounterOf(*st, "heartbeat_us");
     REQUIRE(WaitUntil([&] { return (st = StatusOf(db, "test_master")) && CounterOf(*st, "heartbeat_us") > after_ingest; },
                       std::chrono::seconds(20)));
-    CHECK(CounterOf(*st, "received") == 13);
+    CHECK(CounterOf(*st, "received") == 16);
     REQUIRE(m.Stop() == 0);
     st = StatusOf(db, "test_master");
     REQUIRE(st);
@@ -147,7 +149,7 @@ TEST_CASE("master status: brine.stats and brine.health from the store alone, wit
     brine::test::PushFrames(m.pull_endpoint(), Fleet(2, 2, 1));
     REQUIRE(WaitUntil([&] {
       auto st = StatusOf(db, "test_master");
-      return st && CounterOf(*st, "received") == 7;
+      return st && CounterOf(*st, "received") == 9;
     }));
     // On SQLite the reader is another master's config on the same file (the
     // master's own id with its bus absent is judged by the bus); on
@@ -161,7 +163,7 @@ TEST_CASE("master status: brine.stats and brine.health from the store alone, wit
     const Value* mine = v.Find("test_master");
     REQUIRE(mine != nullptr);
     CHECK(*mine->Find("running") == true);
-    CHECK(*mine->Find("since_start")->Find("received") == 7);
+    CHECK(*mine->Find("since_start")->Find("received") == 9);
     CHECK(*mine->Find("since_start")->Find("returns") == 4);
     CHECK(mine->Find("per_second_last_minute") == nullptr);  // the metrics file's alone
     REQUIRE(mine->Find("pid") != nullptr);
@@ -199,7 +201,7 @@ TEST_CASE("master status: the hourly rollups equal the counts of the rows brine-
     brine::test::PushFrames(m.pull_endpoint(), Fleet(10, 3, 25));
     REQUIRE(WaitUntil([&] {
       auto st = StatusOf(db, "test_master");
-      return st && CounterOf(*st, "received") == 10 + 30 + 25;
+      return st && CounterOf(*st, "received") == 10 * 2 + 30 + 25;
     }));
     REQUIRE(m.Stop() == 0);
     const auto until = brine::SystemClock().Now() + std::chrono::hours(2);
@@ -221,12 +223,12 @@ TEST_CASE("master status: the hourly rollups equal the counts of the rows brine-
     CHECK(sum.jobs == 10);
     CHECK(sum.returns == 30);
     CHECK(sum.failures == 20);
-    CHECK(sum.events == 65);
+    CHECK(sum.events == 75);
     // Another master's filter, and the sum over every master.
     for (const auto& h : s->HourlyCounts(from, until, std::string("no_such_master"))) CHECK(h.events == 0);
     std::int64_t events = 0;
     for (const auto& h : s->HourlyCounts(from, until, std::nullopt)) events += h.events;
-    CHECK(events == 65);
+    CHECK(events == 75);
   }
 }
 

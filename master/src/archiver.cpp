@@ -172,7 +172,7 @@ std::optional<std::string> Archiver::ApplyCacheWrite(store::Store& store, const 
     const Value* load = data.Find("load");
     if (load == nullptr || !load->is_map()) return tag + ": the load is not a map";
     store.SaveCacheLoad(*jid, *load, OptionalStringList(data.Find("minions")));
-    ++counts.jobs;
+    CountJob(*jid, counts);
   } else if (op == "save_minions") {
     const Value* minions = data.Find("minions");
     if (minions == nullptr || !minions->is_list()) return tag + ": minions is not a list";
@@ -191,6 +191,21 @@ std::optional<std::string> Archiver::ApplyCacheWrite(store::Store& store, const 
     return "unknown job-cache operation " + tag;
   }
   return std::nullopt;
+}
+
+void Archiver::CountJob(const std::string& jid, Counters& counts) {
+  if (!counted_jobs_.insert(jid).second) return;
+  counted_order_.push_back(jid);
+  if (counted_order_.size() > kCountedJobs) {
+    counted_jobs_.erase(counted_order_.front());
+    counted_order_.pop_front();
+  }
+  ++counts.jobs;
+}
+
+void Archiver::ForgetCountedJobs() {
+  counted_jobs_.clear();
+  counted_order_.clear();
 }
 
 void Archiver::CountReturn(const std::optional<store::ReturnOutcome>& outcome, const Value& data,
@@ -336,7 +351,7 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
     case wire::TagInfo::Kind::kLegacyNewJob:
       if (p.load_jid) {
         store.SaveLoad(*p.load_jid, p.load, p.load_json, p.minions);
-        ++counts.jobs;
+        CountJob(*p.load_jid, counts);
       }
       break;
     case wire::TagInfo::Kind::kBareJid:
@@ -382,7 +397,7 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
         if (const Value* fun = data.Find("fun")) load.Set("fun", *fun);
         if (const Value* user = data.Find("user")) load.Set("user", *user);
         store.SaveLoad(tag.jid, load, std::nullopt);
-        ++counts.jobs;
+        CountJob(tag.jid, counts);
         outcome = store.Returner(load);
         // Counted as the store judges the load it stored (no retcode or success).
         CountReturn(outcome, load, tag.minion, counts);

@@ -322,6 +322,7 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
       batch_handle_.emplace(store_->BeginBatch());
       Counters counts;
       std::vector<store::HourCounts> hours;
+      archiver_.ForgetCountedJobs();  // the batch's jobs count again
       for (std::size_t i = 0; i < batch_.size(); ++i) {
         try {
           const Counters before = counts;
