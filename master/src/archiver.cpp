@@ -97,6 +97,8 @@ Counters& Counters::operator+=(const Counters& o) {
   returns += o.returns;
   cache_writes += o.cache_writes;
   future_arrivals += o.future_arrivals;
+  jobs += o.jobs;
+  failures += o.failures;
   return *this;
 }
 
@@ -170,6 +172,7 @@ std::optional<std::string> Archiver::ApplyCacheWrite(store::Store& store, const 
     const Value* load = data.Find("load");
     if (load == nullptr || !load->is_map()) return tag + ": the load is not a map";
     store.SaveCacheLoad(*jid, *load, OptionalStringList(data.Find("minions")));
+    CountJob(*jid, counts);
   } else if (op == "save_minions") {
     const Value* minions = data.Find("minions");
     if (minions == nullptr || !minions->is_list()) return tag + ": minions is not a list";
@@ -190,11 +193,36 @@ std::optional<std::string> Archiver::ApplyCacheWrite(store::Store& store, const 
   return std::nullopt;
 }
 
+void Archiver::CountJob(const std::string& jid, Counters& counts) {
+  if (!counted_jobs_.insert(jid).second) return;
+  counted_order_.push_back(jid);
+  if (counted_order_.size() > kCountedJobs) {
+    counted_jobs_.erase(counted_order_.front());
+    counted_order_.pop_front();
+  }
+  ++counts.jobs;
+}
+
+void Archiver::ForgetCountedJobs() {
+  counted_jobs_.clear();
+  counted_order_.clear();
+}
+
 void Archiver::CountReturn(const std::optional<store::ReturnOutcome>& outcome, const Value& data,
                            const std::string& minion, Counters& counts) {
   if (!outcome) return;
   switch (outcome->kind) {
-    case store::ReturnOutcome::Kind::kStored: ++counts.returns; break;
+    case store::ReturnOutcome::Kind::kStored: {
+      ++counts.returns;
+      // As the store's failed_returns judges the row (retcode <> 0 OR success = 0).
+      const Value* rc = data.Find("retcode");
+      const Value* ok = data.Find("success");
+      if ((rc != nullptr && rc->kind() == Value::Kind::kInt && rc->as_int() != 0) ||
+          (ok != nullptr && ok->is_bool() && !ok->as_bool())) {
+        ++counts.failures;
+      }
+      break;
+    }
     case store::ReturnOutcome::Kind::kConflict:
       ++counts.duplicates;
       log_.Log(LogLevel::kWarning,
@@ -302,6 +330,7 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
   const wire::TagInfo& tag = p.tag_info;
   std::optional<store::ReturnOutcome> outcome;
   bool payload_is_data = false;  // the return stored is exactly this event's data
+  bool outcome_counted = false;
   const Value& data = p.data;
   // The data as is to the job cache, with its JSON text when prepared.
   auto return_data = [&] { return p.data_json.empty() ? store.Returner(data) : store.Returner(data, p.data_json); };
@@ -320,7 +349,10 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
   switch (tag.kind) {
     case wire::TagInfo::Kind::kNew:
     case wire::TagInfo::Kind::kLegacyNewJob:
-      if (p.load_jid) store.SaveLoad(*p.load_jid, p.load, p.load_json, p.minions);
+      if (p.load_jid) {
+        store.SaveLoad(*p.load_jid, p.load, p.load_json, p.minions);
+        CountJob(*p.load_jid, counts);
+      }
       break;
     case wire::TagInfo::Kind::kBareJid:
       if (IsReturnLoad(data)) {
@@ -365,13 +397,17 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
         if (const Value* fun = data.Find("fun")) load.Set("fun", *fun);
         if (const Value* user = data.Find("user")) load.Set("user", *user);
         store.SaveLoad(tag.jid, load, std::nullopt);
+        CountJob(tag.jid, counts);
         outcome = store.Returner(load);
+        // Counted as the store judges the load it stored (no retcode or success).
+        CountReturn(outcome, load, tag.minion, counts);
+        outcome_counted = true;
       }
       break;
     default:
       break;
   }
-  CountReturn(outcome, data, tag.minion, counts);
+  if (!outcome_counted) CountReturn(outcome, data, tag.minion, counts);
   if (outcome && outcome->kind == store::ReturnOutcome::Kind::kNotCached &&
       (tag.kind == wire::TagInfo::Kind::kReturn || tag.kind == wire::TagInfo::Kind::kBareJid)) {
     const Value* jid = data.Find("jid");

@@ -38,11 +38,13 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "brine/store/store.h"
@@ -92,6 +94,9 @@ struct Counters {
   // Arrival times more than brine.max_clock_skew_s ahead of the clock, stored
   // as the clock's time (store::OpenOptions::max_clock_skew)
   std::int64_t future_arrivals = 0;
+  // For the hourly rollups (store::HourCounts), not written as counters:
+  std::int64_t jobs = 0;      // publish loads filed (a job's save_load)
+  std::int64_t failures = 0;  // returns among `returns` with retcode not 0 or success false
   Counters& operator+=(const Counters& o);
 };
 
@@ -129,6 +134,10 @@ class Archiver {
 
   [[nodiscard]] bool PluginIsJobCache() const { return options_.plugin_is_job_cache; }
 
+  // Forgets which jids' loads were counted (Counters::jobs): a replayed
+  // batch counts its jobs again.
+  void ForgetCountedJobs();
+
  private:
   // What Prepare sets.
   [[nodiscard]] std::unique_ptr<PreparedFrame> MakePrepared(const Frame& frame) const;
@@ -148,8 +157,16 @@ class Archiver {
   void CountReturn(const std::optional<store::ReturnOutcome>& outcome, const Value& data,
                    const std::string& minion, Counters& counts);
 
+  // Counts a job (Counters::jobs) the first time its load is filed: Salt
+  // announces a publish twice (`new_job` and `salt/job/<jid>/new`), and the
+  // second must not count. The last kCountedJobs jids are remembered.
+  void CountJob(const std::string& jid, Counters& counts);
+  static constexpr std::size_t kCountedJobs = 4096;
+
   ArchiverOptions options_;
   Logger& log_;
+  std::unordered_set<std::string> counted_jobs_;
+  std::deque<std::string> counted_order_;  // counted_jobs_ oldest first
   std::int64_t quarantined_since_log_ = 0;
   std::chrono::steady_clock::time_point last_quarantine_log_{};
 };

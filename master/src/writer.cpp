@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <thread>
 
+#include <unistd.h>
+
 namespace brine::master {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -15,6 +17,29 @@ constexpr std::int64_t kVacuumPagesPerStep = 2000;
 // Bus frames taken per pop: an acknowledged request waits behind at most this
 // many (a few ms of filing), and a pop costs one lock.
 constexpr std::size_t kBusChunk = 256;
+// An idle writer commits its status counters (heartbeat_us, queue_depth)
+// this often, in a transaction of their own: the store's readers judge it
+// alive by heartbeat_us (brine.stats, brine.health, brine-web).
+constexpr auto kHeartbeatInterval = std::chrono::seconds(5);
+
+// Adds what one frame added to the counts (`before` to `after`) to the hour
+// it arrived in.
+void CountHour(const Counters& before, const Counters& after, Micros received, std::vector<store::HourCounts>& hours) {
+  const std::int64_t jobs = after.jobs - before.jobs;
+  const std::int64_t returns = after.returns - before.returns;
+  const std::int64_t failures = after.failures - before.failures;
+  const std::int64_t events = after.stored - before.stored;
+  if (jobs == 0 && returns == 0 && failures == 0 && events == 0) return;
+  constexpr std::int64_t kHour = 3'600'000'000;
+  const std::int64_t us = ToUnixMicros(received);
+  const Micros hour = FromUnixMicros((us / kHour - (us % kHour < 0 ? 1 : 0)) * kHour);
+  auto it = std::find_if(hours.begin(), hours.end(), [&](const store::HourCounts& h) { return h.hour == hour; });
+  if (it == hours.end()) it = hours.insert(hours.end(), store::HourCounts{.hour = hour});
+  it->jobs += jobs;
+  it->returns += returns;
+  it->failures += failures;
+  it->events += events;
+}
 
 // What the reporter thread sees (live_status.h).
 void PublishStatus(LiveStatus* status, const Counters& totals, std::int64_t batches, std::int64_t last_commit_us,
@@ -106,8 +131,14 @@ void Writer::Open() {
                     .future_arrivals = base("future_arrivals")};
     base_batches_ = base("batches");
   }
+  // The status row: what a counter cannot hold, once per start (each in a
+  // transaction of its own).
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  store_->PutMasterInfo({.version = BRINE_VERSION, .host = host, .pid = ::getpid(), .started_us = started_us_});
   PutCounters({});
   CountersCommitted();  // written in a transaction of its own
+  status_written_ = SteadyClock::now();
   next_maintenance_ = SteadyClock::now();
 }
 
@@ -132,6 +163,12 @@ void Writer::PutCounters(const Counters& pending) {
       {"last_commit_us", last_commit_us_},
       {"oldest_event_us", oldest_event_us_},
       {"started_us", started_us_},
+      // When this was written, and how long the open batch's oldest frame
+      // waited for its commit (0 when it holds none).
+      {"heartbeat_us", ToUnixMicros(clock_.Now())},
+      {"stopped_us", stopped_us_},
+      {"commit_lag_us", batch_.empty() ? 0 : std::max<std::int64_t>(0, ToUnixMicros(clock_.Now()) -
+                                                                         ToUnixMicros(batch_.front().received))},
       {"received_total", base_totals_.received + t.received},
       {"stored_total", base_totals_.stored + t.stored},
       {"filtered_total", base_totals_.filtered + t.filtered},
@@ -154,7 +191,23 @@ void Writer::PutCounters(const Counters& pending) {
   if (!changed.empty()) store_->PutCounters(changed);
 }
 
-void Writer::CountersCommitted() { counters_in_store_ = counters_pending_; }
+void Writer::CountersCommitted() {
+  counters_in_store_ = counters_pending_;
+  status_written_ = SteadyClock::now();
+}
+
+void Writer::IdleHeartbeat() {
+  if (!store_ || failing_ || SteadyClock::now() - status_written_ < kHeartbeatInterval) return;
+  try {
+    PutCounters({});
+    CountersCommitted();
+  } catch (const std::exception& e) {
+    // The next batch's commit finds the failure and retries; a reader sees
+    // an old heartbeat meanwhile, which is the truth.
+    status_written_ = SteadyClock::now();
+    log_.Log(LogLevel::kDebug, std::string("heartbeat not written: ") + e.what());
+  }
+}
 
 void Writer::Reopen() {
   batch_handle_.reset();
@@ -176,7 +229,9 @@ bool Writer::Ingest(Frame frame) {
     // left closed by a reopen that failed (MaintenanceStep).
     if (!store_) throw store::WriteFailedError("the store is not open: reopening it failed");
     if (opens_batch) batch_handle_.emplace(store_->BeginBatch());
+    const Counters before = batch_counts_;
     if (auto spent = archiver_.Ingest(*store_, batch_.back(), batch_counts_)) spent_.push_back(std::move(spent));
+    CountHour(before, batch_counts_, batch_.back().received, batch_hours_);
     return true;
   } catch (const std::exception& e) {
     ReplayUntilCommitted(e.what());
@@ -218,10 +273,12 @@ void Writer::Commit() {
     if (oldest_event_us_ == 0 && batch_counts_.stored > 0) oldest_event_us_ = ToUnixMicros(batch_.front().received);
     try {
       PutCounters(batch_counts_);
+      store_->AddHourlyCounts(batch_hours_);
       if (spool_progress_) store_->PutSpoolProgress(spool_progress_->first, spool_progress_->second);
       batch_handle_->Commit();
       CountersCommitted();
       spool_progress_.reset();
+      batch_hours_.clear();
     } catch (...) {
       last_commit_us_ = saved;
       --batches_;
@@ -264,9 +321,13 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
       Reopen();
       batch_handle_.emplace(store_->BeginBatch());
       Counters counts;
+      std::vector<store::HourCounts> hours;
+      archiver_.ForgetCountedJobs();  // the batch's jobs count again
       for (std::size_t i = 0; i < batch_.size(); ++i) {
         try {
+          const Counters before = counts;
           (void)archiver_.Ingest(*store_, batch_[i], counts);  // replayed frames are no longer prepared
+          CountHour(before, counts, batch_[i].received, hours);
         } catch (const std::exception& e) {
           if (IsStorageFailure(e)) throw;
           // This frame fails on its own: set it aside, quarantine it on the next try.
@@ -291,11 +352,13 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
       last_commit_us_ = ToUnixMicros(clock_.Now());
       ++batches_;
       PutCounters(counts);
+      store_->AddHourlyCounts(hours);
       // A spool batch's offset goes with its frames, replayed or not.
       if (spool_progress_) store_->PutSpoolProgress(spool_progress_->first, spool_progress_->second);
       batch_handle_->Commit();
       CountersCommitted();
       spool_progress_.reset();
+      batch_hours_.clear();
       batch_handle_.reset();
       totals_ += counts;
       batch_counts_ = {};
@@ -466,6 +529,17 @@ void Writer::MaintenanceStep() {
         }
         AddCounts(retention_run_, r);
         if (!r.more) {
+          // The hourly rollups go with the rows they count: an hour once it
+          // lies before every cut (none while some class is kept forever).
+          std::int64_t longest = std::max(options_.keep_jobs_seconds, options_.keep_events_seconds);
+          bool all_cut = options_.keep_jobs_seconds > 0 && options_.keep_events_seconds > 0;
+          for (const auto& by_class : {&options_.keep_jobs_by_fun, &options_.keep_events_by_tag}) {
+            for (const auto& [glob, seconds] : *by_class) {
+              all_cut = all_cut && seconds > 0;
+              longest = std::max(longest, seconds);
+            }
+          }
+          if (all_cut) store_->ForgetHoursBefore(now - std::chrono::seconds(longest));
           LogRetentionRun(log_, retention_run_, retention_ran_ ? nullptr : &before_first_run_);
           retention_run_ = {};
           retention_ran_ = true;
@@ -582,9 +656,21 @@ void Writer::Run() {
       if (!batch_.empty()) {
         Commit();
       } else if (queue_.ClosedAndEmpty()) {
+        // A reader of the store sees the stop (brine.stats' running).
+        stopped_us_ = ToUnixMicros(clock_.Now());
+        try {
+          if (store_ && !failing_) {
+            PutCounters({});
+            CountersCommitted();
+          }
+        } catch (const std::exception& e) {
+          log_.Log(LogLevel::kDebug, std::string("the stop was not recorded in the store: ") + e.what());
+        }
         return;
-      } else if (phase_ != Phase::kIdle) {
-        MaintenanceStep();
+      } else {
+        // Between maintenance steps too: a long retention pass keeps the heartbeat.
+        if (phase_ != Phase::kIdle) MaintenanceStep();
+        IdleHeartbeat();
       }
       continue;
     }

@@ -116,6 +116,9 @@ class Writer {
   // batch (or a transaction of its own); CountersCommitted() after the commit.
   void PutCounters(const Counters& pending);
   void CountersCommitted();
+  // Commits the status counters alone when the writer has been idle for
+  // kHeartbeatInterval, so a reader of the store sees it alive.
+  void IdleHeartbeat();
   void MaintenanceStep();
   // Files one batch of the spool pass in progress (taking the files first).
   // True when the pass is done.
@@ -137,6 +140,12 @@ class Writer {
   std::vector<std::unique_ptr<PreparedFrame>> spent_;
   std::size_t batch_bytes_ = 0;  // of batch_'s frames, from its first Ingest to its commit
   Counters batch_counts_;
+  // The open batch's hourly rollups (store::AddHourlyCounts): what each
+  // frame added to the counts, by the hour it arrived; committed with it.
+  std::vector<store::HourCounts> batch_hours_;
+  // When the status counters (heartbeat_us) last committed: an idle writer
+  // commits them alone every kHeartbeatInterval (writer.cpp).
+  std::chrono::steady_clock::time_point status_written_;
   Counters totals_;
   std::int64_t batches_ = 0;
   // The counters as the store holds them, and as the open batch writes them.
@@ -151,6 +160,7 @@ class Writer {
   Counters base_totals_;
   std::int64_t base_batches_ = 0;
   std::int64_t started_us_ = 0;
+  std::int64_t stopped_us_ = 0;  // set when Run returns after a clean stop
   // What the retention run in progress removed so far (logged once at its
   // end), and whether a run has finished since start (the first is judged
   // against the store's size: more than half is a warning).

@@ -50,21 +50,45 @@ std::optional<std::map<std::string, double>> FreshMetrics(Context& ctx, double* 
   return m;
 }
 
+// A status counter of `counters` (GetCounters' shape), 0 when absent.
+std::int64_t Counter(const Value& counters, const std::string& name) {
+  const Value* v = counters.Find(name);
+  return v != nullptr && v->kind() == Value::Kind::kInt ? v->as_int() : 0;
+}
+
+// A master is alive by the store when its heartbeat (written every commit,
+// and every 5 s when idle) is this recent and it has not stopped since it
+// started (docs/day-two.md, "brine.stats").
+constexpr std::int64_t kHeartbeatFreshUs = 15'000'000;
+
+bool AliveByStore(Context& ctx, const Value& counters) {
+  const std::int64_t heartbeat = Counter(counters, "heartbeat_us");
+  if (heartbeat <= 0) return false;
+  const std::int64_t stopped = Counter(counters, "stopped_us");
+  if (stopped > 0 && stopped >= Counter(counters, "started_us")) return false;
+  return ToUnixMicros(ctx.clock().Now()) - heartbeat <= kHeartbeatFreshUs;
+}
+
 Value Stats(Context& ctx) {
   const bool raw = ctx.outputter_option() == "json";
   const BusProbe bus = ProbeBus(ctx.config());
   const auto metrics = bus.listening ? FreshMetrics(ctx) : std::nullopt;
-  Value all = ctx.Store().GetCounters();
+  // A store on a server is read from any host: there, a master's bus and
+  // metrics file are not this host's to read, and its status row says
+  // whether it runs.
+  const bool local_store = store::Describe(ctx.config().brine.database).kind == store::StoreLocation::Kind::kLocalFiles;
   Value out = Value::EmptyMap();
-  for (auto& [master, counters] : all.as_map()) {
-    auto get = [&](const std::string& name) -> std::int64_t {
-      const Value* v = counters.Find(name);
-      return v != nullptr && v->kind() == Value::Kind::kInt ? v->as_int() : 0;
-    };
+  for (store::MasterStatus& status : ctx.Store().GetMasterStatus()) {
+    const std::string& master = status.master_id;
+    const Value& counters = status.counters;
+    auto get = [&](const std::string& name) { return Counter(counters, name); };
     Value m = Value::EmptyMap();
     // The bus and the metrics belong to this config's master.
     const bool mine = master == ctx.config().id;
-    m.Set("running", mine && bus.listening && metrics.has_value());
+    const bool by_metrics = mine && bus.listening && metrics.has_value();
+    // Locally, a master that does not hold its bus is not running, whatever
+    // its last heartbeat says (a kill -9 writes no stop).
+    m.Set("running", by_metrics || ((!mine || !local_store) && AliveByStore(ctx, counters)));
     // docs/salt.md, "Which mode a master is in".
     m.Set("job_cache_source", get("plugin_is_job_cache") != 0 ? "the Salt plug-in (master_job_cache: brine)"
                                                                 : "the bus");
@@ -98,6 +122,23 @@ Value Stats(Context& ctx) {
       m.Set("commit_lag_s", std::round(Metric(*metrics, "brine_commit_lag_seconds") * 1000) / 1000);
     } else {
       m.Set("queue_depth_at_last_commit", static_cast<long long>(get("queue_depth")));
+      // From the status row (a master from before migration 0011 has none).
+      if (counters.Find("commit_lag_us") != nullptr) {
+        m.Set("commit_lag_s", std::round(static_cast<double>(get("commit_lag_us")) / 1000.0) / 1000);
+      }
+    }
+    // The status row's own fields, when the master wrote them.
+    if (counters.Find("heartbeat_us") != nullptr) {
+      for (const char* t : {"heartbeat", "stopped"}) {
+        const std::int64_t us = get(std::string(t) + "_us");
+        m.Set(t, SaltTime(us));
+        if (raw) m.Set(std::string(t) + "_us", static_cast<long long>(us));
+      }
+    }
+    if (status.info) {
+      m.Set("version", status.info->version);
+      m.Set("host", status.info->host);
+      m.Set("pid", static_cast<long long>(status.info->pid));
     }
     out.Set(master, std::move(m));
   }
@@ -127,6 +168,41 @@ Value Stats(Context& ctx) {
   return out;
 }
 
+// brine.health from the store alone: a server's store read from a host
+// where brine-master's bus is not (its status row: heartbeat, queue depth,
+// last commit). `fail` sets the exit code.
+template <typename Fail>
+Value HealthFromStore(Context& ctx, std::int64_t stall_factor, const Fail& fail) {
+  const auto& cfg = ctx.config();
+  std::optional<store::MasterStatus> mine;
+  for (store::MasterStatus& s : ctx.Store().GetMasterStatus()) {
+    if (s.master_id == cfg.id) mine = std::move(s);
+  }
+  if (!mine || mine->counters.Find("heartbeat_us") == nullptr) {
+    return fail("brine-master " + cfg.id + " is not reporting: the store holds no status row of it");
+  }
+  const Value& c = mine->counters;
+  const std::int64_t now = ToUnixMicros(ctx.clock().Now());
+  if (Counter(c, "stopped_us") > 0) return fail("brine-master " + cfg.id + " is not running: it stopped at " + SaltTime(Counter(c, "stopped_us")));
+  const double heartbeat_age = static_cast<double>(now - Counter(c, "heartbeat_us")) / 1e6;
+  if (!AliveByStore(ctx, c)) {
+    return fail("brine-master " + cfg.id + " is not reporting: its heartbeat in the store is " + Fixed(heartbeat_age, 0) +
+                " s old (written every commit and every 5 s when idle)");
+  }
+  const auto pending = static_cast<long long>(Counter(c, "queue_depth"));
+  const std::int64_t last = Counter(c, "last_commit_us");
+  const double lag = last > 0 ? static_cast<double>(now - last) / 1e6 : 0;
+  const double stall_s = static_cast<double>(stall_factor * cfg.brine.flush_interval_ms) / 1000.0;
+  if (pending > 0 && lag > stall_s) {
+    return fail("brine-master is stalled: no commit for " + Fixed(lag, 1) + " s with " + std::to_string(pending) +
+                " frames pending (limit " + std::to_string(stall_factor) + " x brine.flush_interval_ms = " +
+                Fixed(stall_s, 1) + " s)");
+  }
+  const std::string where = mine->info ? " on " + mine->info->host : "";
+  return Value("brine-master " + cfg.id + where + " is running and keeps up (by its status row in the store): " +
+               std::to_string(pending) + " pending at the last commit, last commit " + SaltTime(last));
+}
+
 // One line: why brine-master is not keeping up, or that it is.
 Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent) {
   const auto& cfg = ctx.config();
@@ -136,7 +212,13 @@ Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent
   };
   const BusProbe bus = ProbeBus(cfg);
   ctx.Debug("bus " + bus.where + (bus.listening ? ": a process listens" : ": nothing listens"));
-  if (!bus.listening) return fail("brine-master is not running: nothing listens on " + bus.where);
+  if (!bus.listening) {
+    // A server's store from another host: the store says.
+    if (store::Describe(cfg.brine.database).kind == store::StoreLocation::Kind::kServer) {
+      return HealthFromStore(ctx, stall_factor, fail);
+    }
+    return fail("brine-master is not running: nothing listens on " + bus.where);
+  }
   double age = 0;
   const auto m = ReadMetricsFile(cfg.brine.metrics_file);
   if (!m) {

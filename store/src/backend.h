@@ -175,6 +175,10 @@ class Backend {
   virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
   // Replaces this master's counters (OpenOptions::master_id).
   virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
+  // Store::PutMasterInfo, AddHourlyCounts, ForgetHoursBefore (master_status.cpp).
+  virtual void PutMasterInfo(const MasterInfo& info) = 0;
+  virtual void AddHourlyCounts(std::span<const HourCounts> hours) = 0;
+  virtual void ForgetHoursBefore(std::int64_t before_us) = 0;
   // Store::PutSpoolProgress and ForgetSpoolProgress (this master's rows).
   virtual void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) = 0;
   virtual void ForgetSpoolProgress(const std::string& file_key) = 0;
@@ -192,6 +196,12 @@ class Backend {
   virtual std::optional<Micros> OldestEvent() = 0;
   virtual Value GetCounters() = 0;
   virtual std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() = 0;
+  // Every master's MasterInfo, by master name (master_status.cpp).
+  virtual std::vector<std::pair<std::string, MasterInfo>> GetMasterInfos() = 0;
+  // The rollups of the hours in [from_us, until_us), hour order, only hours
+  // with a row, of `master` or summed over every master.
+  virtual std::vector<HourCounts> GetHourlyCounts(std::int64_t from_us, std::int64_t until_us,
+                                                  const std::optional<std::string>& master) = 0;
   virtual Value GetLoad(const std::string& jid) = 0;
   virtual Value GetJid(const std::string& jid) = 0;
   virtual Value GetJidFull(const std::string& jid) = 0;

@@ -3,6 +3,7 @@
 // PostgreSQL keep the same rules. Everything here is about what a write
 // means; how it is stored is the backend's.
 #include "job_cache.h"
+#include "master_status.h"
 
 #include <unistd.h>
 
@@ -233,6 +234,16 @@ class JobCache final : public Store, private StoreMaintenance {
     Write("put_counters", [&] { backend_->PutCounters(counters); });
   }
 
+  void PutMasterInfo(const MasterInfo& info) override {
+    Write("put_master_info", [&] { backend_->PutMasterInfo(info); });
+  }
+  void AddHourlyCounts(std::span<const HourCounts> hours) override {
+    if (!hours.empty()) Write("add_hourly_counts", [&] { backend_->AddHourlyCounts(hours); });
+  }
+  void ForgetHoursBefore(Micros before) override {
+    Write("forget_hours_before", [&] { backend_->ForgetHoursBefore(ToUnixMicros(before)); });
+  }
+
   void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) override {
     Write("put_spool_progress", [&] { backend_->PutSpoolProgress(file_key, offset_bytes); });
   }
@@ -288,6 +299,10 @@ class JobCache final : public Store, private StoreMaintenance {
   RowCounts CountRows() override { return backend_->CountRows(); }
   std::optional<Micros> OldestEvent() override { return backend_->OldestEvent(); }
   Value GetCounters() override { return backend_->GetCounters(); }
+  std::vector<MasterStatus> GetMasterStatus() override { return CombineMasterStatus(*backend_); }
+  std::vector<HourCounts> HourlyCounts(Micros from, Micros until, const std::optional<std::string>& master) override {
+    return HourlySeries(*backend_, from, until, master);
+  }
   std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override {
     return backend_->GetSpoolProgress();
   }

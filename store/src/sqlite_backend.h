@@ -164,6 +164,13 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   Store::RowCounts CountRows() override;
   std::optional<Micros> OldestEvent() override;
   Value GetCounters() override;
+  // master_status.sql's tables (sqlite_master_status.cpp / postgres_master_status.cpp).
+  void PutMasterInfo(const MasterInfo& info) override;
+  void AddHourlyCounts(std::span<const HourCounts> hours) override;
+  void ForgetHoursBefore(std::int64_t before_us) override;
+  std::vector<std::pair<std::string, MasterInfo>> GetMasterInfos() override;
+  std::vector<HourCounts> GetHourlyCounts(std::int64_t from_us, std::int64_t until_us,
+                                          const std::optional<std::string>& master) override;
   std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override;
   Value GetLoad(const std::string& jid) override;
   Value GetJid(const std::string& jid) override;

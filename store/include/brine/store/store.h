@@ -215,6 +215,35 @@ struct CleanResult {
   bool more = false;
 };
 
+// brine-master's status (master_status.sql): what a counter cannot hold,
+// written once when it starts. The rest of its status is its counters
+// (PutCounters): received, stored, ..., queue_depth, last_commit_us,
+// started_us, heartbeat_us and commit_lag_us, written in its batches.
+struct MasterInfo {
+  std::string version;
+  std::string host;
+  std::int64_t pid = 0;
+  std::int64_t started_us = 0;
+};
+
+// One master's status as the store holds it.
+struct MasterStatus {
+  std::string master_id;
+  std::optional<MasterInfo> info;  // nullopt: a master from before migration 0011
+  Value counters;                  // {name: value}, as GetCounters gives them
+};
+
+// What a master filed in one hour (HourlyCounts): jobs published, returns
+// stored, failed returns among them (retcode not 0 or success false), events
+// archived, counted by the hour each arrived.
+struct HourCounts {
+  Micros hour{};  // the hour's start, UTC
+  std::int64_t jobs = 0;
+  std::int64_t returns = 0;
+  std::int64_t failures = 0;
+  std::int64_t events = 0;
+};
+
 class Store;
 
 // An open write batch: every write on the Store joins one BEGIN IMMEDIATE
@@ -387,6 +416,17 @@ class Store {
   // `counters`. Joins the open batch, so counters commit with the data they count.
   virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
 
+  // --- brine-master's status and hourly rollups (master_status.sql) ---------------
+  // Replaces this Store's master's MasterInfo. Joins the open batch. Throws as any write.
+  virtual void PutMasterInfo(const MasterInfo& info) = 0;
+  // Adds `hours` to this Store's master's hourly rollups (an hour that has
+  // a row is added to). Joins the open batch, so the rollups commit with the
+  // rows they count. Throws as any write.
+  virtual void AddHourlyCounts(std::span<const HourCounts> hours) = 0;
+  // Removes every master's rollups of the hours that end at or before
+  // `before` (retention). Throws as any write.
+  virtual void ForgetHoursBefore(Micros before) = 0;
+
   // --- the Salt plug-in's spool (brine-master; master/include/brine/master/spool.h) ---
   // Records that this Store's master (OpenOptions::master_id) has filed the
   // spool file `file_key` (its identity) up to byte `offset_bytes`. Joins the
@@ -429,6 +469,15 @@ class Store {
   [[nodiscard]] virtual std::optional<Micros> OldestEvent() = 0;
   // {master_id: {name: value}} for every master that wrote counters, by name.
   [[nodiscard]] virtual Value GetCounters() = 0;
+  // Every master's status, in master_id order: each master that wrote
+  // counters or a MasterInfo. Throws StoreError.
+  [[nodiscard]] virtual std::vector<MasterStatus> GetMasterStatus() = 0;
+  // The hourly series of [from, until) (each rounded down to its hour): one
+  // HourCounts per hour in order, zeros where nothing was filed, of `master`
+  // or summed over every master (nullopt). At most 24 * 366 hours; a longer
+  // window throws StoreError. Reads the rollups only, never the rows.
+  [[nodiscard]] virtual std::vector<HourCounts> HourlyCounts(Micros from, Micros until,
+                                                             const std::optional<std::string>& master) = 0;
   // The load of `jid` plus "Minions" (sorted expected minions, when any); {} if unknown.
   [[nodiscard]] virtual Value GetLoad(const std::string& jid) = 0;
   // {minion: {"return", ["retcode"], ["success"], ["out"]}} in minion-name
