@@ -109,7 +109,7 @@ TEST_CASE("postgres: two masters starting at once migrate once, under the adviso
     starters.emplace_back([&, i] {
       try {
         auto s = OpenStore(uri, {.master_id = "master" + std::to_string(i)});
-        if (s->SchemaVersion() != 5) ++failures;
+        if (s->SchemaVersion() != 6) ++failures;
       } catch (const std::exception&) {
         ++failures;
       }
