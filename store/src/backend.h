@@ -29,6 +29,7 @@
 #include "brine/core/time.h"
 #include "brine/core/value.h"
 #include "brine/store/store.h"
+#include "job_query.h"
 
 namespace brine::store::detail {
 
@@ -196,7 +197,9 @@ class Backend {
   virtual Value GetJid(const std::string& jid) = 0;
   virtual Value GetJidFull(const std::string& jid) = 0;
   virtual void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
-  virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
+  // The job rows `pushdown` selects, for JobQuery (job_query.h), which
+  // decides the filter; `row` returns false to stop.
+  virtual void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) = 0;
   virtual void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
                                 const std::function<void(StoredJob&&)>& fn) = 0;
   virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,

@@ -305,7 +305,12 @@ class JobCache final : public Store, private StoreMaintenance {
   }
 
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
-    backend_->ForEachJob(filter, fn);
+    RunJobQuery(
+        filter,
+        [&](const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
+          backend_->ForEachJobRow(pushdown, row);
+        },
+        fn);
   }
 
   void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,

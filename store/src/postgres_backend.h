@@ -151,7 +151,7 @@ class PostgresBackend final : public Backend {
   Value GetJid(const std::string& jid) override;
   Value GetJidFull(const std::string& jid) override;
   void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
-  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override;
+  void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) override;
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
                         const std::optional<std::string>& jid_max,
                         const std::function<void(StoredJob&&)>& fn) override;
@@ -268,10 +268,6 @@ class PostgresBackend final : public Backend {
       RethrowPgAsStoreError(what, op);
     }
   }
-
-  static bool Passes(const JobFilter& filter, bool glob_fun, std::string_view,
-                     std::string_view load_text, bool metadata_null,
-                     std::string_view metadata_text);
 
   // f(minion, full_ret) for each return of `jid`, by minion name in byte
   // order (SQLite's BINARY; string_view compares as unsigned bytes). The

@@ -6,7 +6,7 @@
 //   sqlite_writes.cpp     the job cache's write primitives and the event buffer
 //   sqlite_reads.cpp      the reads (Salt's getters, listings, export)
 //   sqlite_retention.cpp  retention and the size cap's pruning
-//   sqlite_functions.cpp  the SQL functions the queries call (brine_fnmatch, ...)
+//   sqlite_functions.cpp  the SQL functions the queries call (brine_first_match, ...)
 // Every member belongs to the Store's thread. A write primitive runs inside
 // the transaction Begin opened and throws SQLiteCpp's errors (JobCache hands
 // them to Rethrow); a read translates its own (Read, Guard).
@@ -93,9 +93,8 @@ inline std::int64_t NextArrivalId(std::int64_t last, Micros received, const char
   return std::max(ToUnixMicros(received), last + 1);
 }
 
-// Registers brine_fnmatch, brine_tgt_match, brine_meta_match,
-// brine_jid_is_time and brine_first_match on `db` (sqlite_functions.cpp),
-// for the reads and retention on our connections only.
+// Registers brine_jid_is_time and brine_first_match on `db`
+// (sqlite_functions.cpp), for retention on our connections only.
 void RegisterSqlFunctions(SQLite::Database& db);
 
 class SqliteBackend final : public Backend, private MaintenanceBackend {
@@ -169,7 +168,7 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   Value GetJid(const std::string& jid) override;
   Value GetJidFull(const std::string& jid) override;
   void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
-  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override;
+  void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) override;
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
                         const std::optional<std::string>& jid_max,
                         const std::function<void(StoredJob&&)>& fn) override;
