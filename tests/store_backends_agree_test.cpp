@@ -226,6 +226,20 @@ TEST_CASE("store backends: every job filter gives SQLite's answer on PostgreSQL"
   CHECK(jids({.function_globs = {"?md.run"}}) == 6);  // cmd.run and Cmd.run
 }
 
+TEST_CASE("store backends: get_jid and get_jid_full give SQLite's answer on PostgreSQL", "[store][backends]") {
+  REQUIRE_POSTGRES();
+  Pair p;
+  int jobs = 0;
+  for (const JobRecord& r : p.sqlite->GetJids({})) {
+    ++jobs;
+    CHECK(ToJson(p.postgres->GetJid(r.jid)) == ToJson(p.sqlite->GetJid(r.jid)));
+    CHECK(ToJson(p.postgres->GetJidFull(r.jid)) == ToJson(p.sqlite->GetJidFull(r.jid)));
+  }
+  CHECK(jobs == 49);
+  CHECK(ToJson(p.postgres->GetJid("20990101000000000000")) == "{}");
+  CHECK(ToJson(p.sqlite->GetJid("20990101000000000000")) == "{}");
+}
+
 TEST_CASE("store backends: every retention case leaves SQLite's state on PostgreSQL", "[store][backends]") {
   REQUIRE_POSTGRES();
   struct Case {

@@ -194,8 +194,7 @@ class Backend {
   virtual Value GetCounters() = 0;
   virtual std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() = 0;
   virtual Value GetLoad(const std::string& jid) = 0;
-  virtual Value GetJid(const std::string& jid) = 0;
-  virtual Value GetJidFull(const std::string& jid) = 0;
+  // Store::ForEachReturnJson; JobCache shapes GetJid and GetJidFull from it.
   virtual void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
   // The job rows `pushdown` selects, for JobQuery (job_query.h), which
   // decides the filter; `row` returns false to stop.

@@ -292,8 +292,23 @@ class JobCache final : public Store, private StoreMaintenance {
     return backend_->GetSpoolProgress();
   }
   Value GetLoad(const std::string& jid) override { return backend_->GetLoad(jid); }
-  Value GetJid(const std::string& jid) override { return backend_->GetJid(jid); }
-  Value GetJidFull(const std::string& jid) override { return backend_->GetJidFull(jid); }
+  // Salt's get_jid: {minion: {return, retcode, success, out}}, with the keys
+  // each return has, minions in the byte order of their names.
+  Value GetJid(const std::string& jid) override {
+    static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
+    return Returns(jid, [](std::string_view text) {
+      Value full = ParseJsonMembers(text, kKeys);
+      Value r = Value::EmptyMap();
+      for (const std::string_view key : kKeys) {
+        if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
+      }
+      return r;
+    });
+  }
+  // {minion: the whole return load}.
+  Value GetJidFull(const std::string& jid) override {
+    return Returns(jid, [](std::string_view text) { return ParseJson(text); });
+  }
   void ForEachReturnJson(const std::string& jid, const ReturnTextFn& fn) override {
     backend_->ForEachReturnJson(jid, fn);
   }
@@ -334,6 +349,22 @@ class JobCache final : public Store, private StoreMaintenance {
   std::vector<std::string> GetMinions() override { return backend_->GetMinions(); }
   std::optional<std::string> GetEndtime(const std::string& jid) override { return backend_->GetEndtime(jid); }
   int SchemaVersion() override { return backend_->SchemaVersion(); }
+
+ private:
+  // {minion: shape(its return's JSON)} for each return of `jid`, from the
+  // backend's texts; a text that does not parse fails as the read would.
+  template <typename Shape>
+  Value Returns(const std::string& jid, Shape&& shape) {
+    Value out = Value::EmptyMap();
+    try {
+      backend_->ForEachReturnJson(jid, [&](std::string_view minion, std::string_view text) {
+        out.as_map().emplace_back(std::string(minion), shape(text));
+      });
+    } catch (...) {
+      backend_->Rethrow("get_jid", Op::kRead);
+    }
+    return out;
+  }
 
  protected:
   void BeginBatchImpl() override {

@@ -73,32 +73,6 @@ Value PostgresBackend::GetLoad(const std::string& jid) {
   });
 }
 
-Value PostgresBackend::GetJid(const std::string& jid) {
-  return Guard("get_jid", Op::kRead, [&] {
-    static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
-    Value out = Value::EmptyMap();
-    ForEachReturn(jid, [&](std::string_view minion, std::string_view text) {
-      Value full = ParseJsonMembers(text, kKeys);
-      Value r = Value::EmptyMap();
-      for (const std::string_view key : kKeys) {
-        if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
-      }
-      out.as_map().emplace_back(std::string(minion), std::move(r));
-    });
-    return out;
-  });
-}
-
-Value PostgresBackend::GetJidFull(const std::string& jid) {
-  return Guard("get_jid", Op::kRead, [&] {
-    Value out = Value::EmptyMap();
-    ForEachReturn(jid, [&](std::string_view minion, std::string_view text) {
-      out.as_map().emplace_back(std::string(minion), ParseJson(text));
-    });
-    return out;
-  });
-}
-
 void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) {
   // The texts are handed out from the query's result, uncopied.
   std::exception_ptr caller_failure;

@@ -165,8 +165,6 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   Value GetCounters() override;
   std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override;
   Value GetLoad(const std::string& jid) override;
-  Value GetJid(const std::string& jid) override;
-  Value GetJidFull(const std::string& jid) override;
   void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
   void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) override;
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
@@ -221,27 +219,6 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   static constexpr const char* kReturnsSql =
       "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
       " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = ?";
-
-  template <class F>
-  void ForEachReturn(const std::string& jid, std::span<const std::string_view> keys, F&& f) {
-    // Sorted here rather than by ORDER BY: SQLite's sorter would copy every
-    // payload, and one return can be 50 MB. std::string's order is SQLite's
-    // BINARY collation (bytes compared unsigned).
-    auto& q = Stmt(kReturnsSql);
-    q.bind(1, jid);
-    std::vector<std::pair<std::string, Value>> rows;
-    while (q.executeStep()) {
-      const SQLite::Column full = q.getColumn(1);
-      const std::string_view text(full.getText(), static_cast<std::size_t>(full.getBytes()));
-      rows.emplace_back(q.getColumn(0).getString(), keys.empty() ? ParseJson(text) : ParseJsonMembers(text, keys));
-    }
-    q.reset();
-    // Positions are sorted, not the rows: moving a parsed return is dearer than an index.
-    std::vector<std::size_t> order(rows.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a].first < rows[b].first; });
-    for (const std::size_t i : order) f(std::move(rows[i].first), std::move(rows[i].second));
-  }
 
   static std::string Globs(const std::vector<RetentionRule>& rules);
   std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget,

@@ -72,31 +72,6 @@ Value SqliteBackend::GetLoad(const std::string& jid) {
   });
 }
 
-Value SqliteBackend::GetJid(const std::string& jid) {
-  return Read("get_jid", [&] {
-    Value out = Value::EmptyMap();
-    static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
-    ForEachReturn(jid, kKeys, [&](std::string minion, Value full) {
-      Value r = Value::EmptyMap();
-      for (const std::string_view key : kKeys) {
-        if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
-      }
-      out.as_map().emplace_back(std::move(minion), std::move(r));
-    });
-    return out;
-  });
-}
-
-Value SqliteBackend::GetJidFull(const std::string& jid) {
-  return Read("get_jid", [&] {
-    Value out = Value::EmptyMap();
-    ForEachReturn(jid, {}, [&](std::string minion, Value full) {
-      out.as_map().emplace_back(std::move(minion), std::move(full));
-    });
-    return out;
-  });
-}
-
 void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) {
   std::exception_ptr caller_failure;
   const auto deliver = [&](std::string_view minion, std::string_view text) {
