@@ -285,6 +285,7 @@ TEST_CASE("store backends: every retention case leaves SQLite's state on Postgre
       const auto want = big.sqlite->ApplyRetention(c.retention, 100000);
       const auto got = big.postgres->ApplyRetention(c.retention, 100000);
       CHECK(Text(got) == Text(want));
+      CHECK(want.jobs + want.events > 0);
       const std::string state = State(*big.sqlite);
       CHECK(State(*big.postgres) == state);
       // In small steps (PostgreSQL drops whole days outside the budget, so

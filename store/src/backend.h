@@ -30,6 +30,7 @@
 #include "brine/core/value.h"
 #include "brine/store/store.h"
 #include "job_query.h"
+#include "retention_plan.h"
 
 namespace brine::store::detail {
 
@@ -111,7 +112,8 @@ class MaintenanceBackend {
   ~MaintenanceBackend() = default;  // the Backend that offers it owns it
 };
 
-class Backend {
+// Its retention primitives are RetentionBackend's (retention_plan.h).
+class Backend : public RetentionBackend {
  public:
   virtual ~Backend() = default;
 
@@ -170,8 +172,6 @@ class Backend {
   virtual void AppendEvents(std::vector<EventRow>&& events) = 0;
   virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
   virtual void SetEndtime(std::int64_t job, const std::string& endtime) = 0;
-  // Store::ApplyRetention.
-  virtual CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) = 0;
   // Store::PruneOldest.
   virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
   // Replaces this master's counters (OpenOptions::master_id).

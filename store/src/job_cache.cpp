@@ -212,7 +212,7 @@ class JobCache final : public Store, private StoreMaintenance {
   CleanResult ApplyRetention(const Retention& retention, std::int64_t max_rows) override {
     CleanResult result;
     Write("clean_old_jobs", [&] {
-      result = backend_->CleanOldJobs(retention, max_rows);
+      result = ApplyRetentionPlan(retention, max_rows, *backend_);
       jobs_.clear();
     });
     return result;

@@ -6,7 +6,7 @@
 //   sqlite_writes.cpp     the job cache's write primitives and the event buffer
 //   sqlite_reads.cpp      the reads (Salt's getters, listings, export)
 //   sqlite_retention.cpp  retention and the size cap's pruning
-//   sqlite_functions.cpp  the SQL functions the queries call (brine_first_match, ...)
+//   sqlite_functions.cpp  the SQL functions the queries call (brine_jid_is_time)
 // Every member belongs to the Store's thread. A write primitive runs inside
 // the transaction Begin opened and throws SQLiteCpp's errors (JobCache hands
 // them to Rethrow); a read translates its own (Read, Guard).
@@ -93,8 +93,8 @@ inline std::int64_t NextArrivalId(std::int64_t last, Micros received, const char
   return std::max(ToUnixMicros(received), last + 1);
 }
 
-// Registers brine_jid_is_time and brine_first_match on `db`
-// (sqlite_functions.cpp), for retention on our connections only.
+// Registers brine_jid_is_time on `db` (sqlite_functions.cpp), for
+// retention on our connections only.
 void RegisterSqlFunctions(SQLite::Database& db);
 
 class SqliteBackend final : public Backend, private MaintenanceBackend {
@@ -141,7 +141,12 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   void AppendEvents(std::vector<EventRow>&& events) override;
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override;
   void SetEndtime(std::int64_t job, const std::string& endtime) override;
-  CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override;
+  void StartRetention() override;
+  std::vector<std::string> JobFunctions() override;
+  std::int64_t DeleteOldEvents(Micros before, std::int64_t budget,
+                               const std::function<bool(std::string_view)>* is_member) override;
+  std::int64_t DeleteOldQuarantine(Micros before, std::int64_t budget) override;
+  void DeleteOldJobs(Micros before, const JobClass& job_class, std::int64_t& budget, CleanResult& result) override;
   CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override;
   std::int64_t UsedBytes() override;
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override;
@@ -220,11 +225,7 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
       "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
       " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = ?";
 
-  static std::string Globs(const std::vector<RetentionRule>& rules);
-  std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget,
-                               const std::string& condition, const std::string& globs);
-  void DeleteOldJobs(Micros before, const std::string& condition, const std::string& globs,
-                     std::int64_t& budget, CleanResult& result);
+  std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget);
   void DeleteJob(std::int64_t id, std::int64_t& budget, CleanResult& result);
   std::optional<std::pair<std::int64_t, std::int64_t>> OldestJob();
   std::optional<std::int64_t> OldestId(const char* table);
