@@ -194,8 +194,11 @@ class Backend : public RetentionBackend {
   virtual Value GetCounters() = 0;
   virtual std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() = 0;
   virtual Value GetLoad(const std::string& jid) = 0;
-  // Store::ForEachReturnJson; JobCache shapes GetJid and GetJidFull from it.
   virtual void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
+  // fn(minion, full return JSON) for each return of `jid`, in no particular
+  // order, under the read's guard (an exception from `fn` is translated as
+  // the backend's own); JobCache shapes GetJid and GetJidFull from it.
+  virtual void ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
   // The job rows `pushdown` selects, for JobQuery (job_query.h), which
   // decides the filter; `row` returns false to stop.
   virtual void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) = 0;

@@ -351,18 +351,21 @@ class JobCache final : public Store, private StoreMaintenance {
   int SchemaVersion() override { return backend_->SchemaVersion(); }
 
  private:
-  // {minion: shape(its return's JSON)} for each return of `jid`, from the
-  // backend's texts; a text that does not parse fails as the read would.
+  // {minion: shape(its return's JSON)} for each return of `jid`, minions in
+  // the byte order of their names (std::string's order: SQLite's BINARY,
+  // PostgreSQL's "C"). Positions are sorted, not the parsed returns.
   template <typename Shape>
   Value Returns(const std::string& jid, Shape&& shape) {
+    std::vector<std::pair<std::string, Value>> rows;
+    backend_->ForEachReturnText(jid, [&](std::string_view minion, std::string_view text) {
+      rows.emplace_back(std::string(minion), shape(text));
+    });
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a].first < rows[b].first; });
     Value out = Value::EmptyMap();
-    try {
-      backend_->ForEachReturnJson(jid, [&](std::string_view minion, std::string_view text) {
-        out.as_map().emplace_back(std::string(minion), shape(text));
-      });
-    } catch (...) {
-      backend_->Rethrow("get_jid", Op::kRead);
-    }
+    out.as_map().reserve(rows.size());
+    for (const std::size_t i : order) out.as_map().emplace_back(std::move(rows[i].first), std::move(rows[i].second));
     return out;
   }
 

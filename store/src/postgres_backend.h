@@ -153,6 +153,7 @@ class PostgresBackend final : public Backend {
   std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override;
   Value GetLoad(const std::string& jid) override;
   void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
+  void ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) override;
   void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) override;
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
                         const std::optional<std::string>& jid_max,

@@ -73,6 +73,10 @@ Value PostgresBackend::GetLoad(const std::string& jid) {
   });
 }
 
+void PostgresBackend::ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) {
+  Guard("get_jid", Op::kRead, [&] { ForEachReturn(jid, fn); });
+}
+
 void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) {
   // The texts are handed out from the query's result, uncopied.
   std::exception_ptr caller_failure;

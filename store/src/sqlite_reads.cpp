@@ -72,6 +72,21 @@ Value SqliteBackend::GetLoad(const std::string& jid) {
   });
 }
 
+void SqliteBackend::ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) {
+  Read("get_jid", [&] {
+    auto& q = Stmt(kReturnsSql);
+    q.bind(1, jid);
+    while (q.executeStep()) {
+      const SQLite::Column name = q.getColumn(0);
+      const SQLite::Column text = q.getColumn(1);
+      fn(std::string_view(name.getText(), static_cast<std::size_t>(name.getBytes())),
+         std::string_view(text.getText(), static_cast<std::size_t>(text.getBytes())));
+    }
+    q.reset();
+    return 0;
+  });
+}
+
 void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) {
   std::exception_ptr caller_failure;
   const auto deliver = [&](std::string_view minion, std::string_view text) {
