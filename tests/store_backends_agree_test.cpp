@@ -87,8 +87,9 @@ void Populate(Store& s) {
       std::string load = std::string(R"({"fun":)") + j.fun;
       if (j.tgt != nullptr) load += std::string(R"(,"tgt":)") + j.tgt;
       if (j.metadata != nullptr) load += std::string(R"(,"metadata":)") + j.metadata;
+      load += i % 3 == 0 ? R"(,"user":"root")" : i % 3 == 1 ? R"(,"user":"sudo_x")" : R"(,"user":42)";
       load += "}";
-      s.SaveLoad(jid, ParseJson(load), std::vector<std::string>{"m1", "m2"});
+      s.SaveLoad(jid, ParseJson(load), i % 2 == 0 ? std::vector<std::string>{"m1"} : std::vector<std::string>{"m1", "m2"});
       if (i % 3 != 0) (void)s.Returner(Ret(jid, "m1", Value(true), 0, true));
       if (i % 4 == 0) (void)s.Returner(Ret(jid, "m2", Value("no"), 1, false));
       if (i % 5 == 0) (void)s.Returner(Ret(jid, "m2", Value("odd"), 0, false));
@@ -210,6 +211,29 @@ TEST_CASE("store backends: every job filter gives SQLite's answer on PostgreSQL"
       }
     }
   }
+  for (const char* user : {"root", "sudo_x", "42", "nobody"}) {
+    for (const char* minion : {"m1", "m2", "m3"}) {
+      for (const auto& limit : limits) {
+        check({.limit = limit, .user = user});
+        check({.limit = limit, .minion = minion});
+        check({.function_globs = {"c*"}, .limit = limit, .json_text = true, .user = user, .minion = minion});
+      }
+    }
+  }
+  // Pages of 7, newest first, each going on from the last one's oldest jid.
+  for (const std::vector<std::string>& g : {std::vector<std::string>{}, std::vector<std::string>{"cmd.*"}}) {
+    std::optional<std::string> before;
+    std::size_t seen = 0;
+    for (int page = 0; page < 100; ++page) {
+      const JobFilter f{.function_globs = g, .limit = 7, .jid_before = before};
+      check(f);
+      const auto jobs = p.sqlite->GetJids(f);
+      seen += jobs.size();
+      if (jobs.size() < 7) break;
+      before = jobs.front().jid;
+    }
+    CHECK(seen == p.sqlite->GetJids({.function_globs = g}).size());
+  }
   check({.jid_min = JidAt(hours(4800)), .jid_max = JidAt(hours(2), "~")});
   check({.jid_min = "2", .jid_max = "1"});
   CHECK(cases > 300);
@@ -224,6 +248,9 @@ TEST_CASE("store backends: every job filter gives SQLite's answer on PostgreSQL"
   CHECK(jids({.function_globs = {"a[b*"}}) == 3);     // a '[' without ']' is literal: a[b and what follows
   CHECK(jids({.function_globs = {"a[b"}}) == 3);
   CHECK(jids({.function_globs = {"?md.run"}}) == 6);  // cmd.run and Cmd.run
+  CHECK(jids({.user = "root"}) == 15);                 // every third of 45
+  CHECK(jids({.minion = "m3"}) == 0);
+  CHECK(jids({.minion = "m1"}) == 48);                 // all but "12345", which has no minion
 }
 
 TEST_CASE("store backends: get_jid and get_jid_full give SQLite's answer on PostgreSQL", "[store][backends]") {

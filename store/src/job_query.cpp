@@ -44,7 +44,7 @@ bool MetadataMatches(const Value& wanted, const Value& metadata) {
 
 // True when every row that `pushdown` selects passes `filter`, so SQL may apply the limit.
 bool PushdownIsExact(const JobFilter& filter) {
-  return AllLiteral(filter.function_globs) && filter.target_globs.empty() && !filter.metadata;
+  return AllLiteral(filter.function_globs) && filter.target_globs.empty() && !filter.metadata && !filter.user;
 }
 
 }  // namespace
@@ -63,6 +63,8 @@ JobPushdown PushdownOf(const JobFilter& filter) {
   JobPushdown p;
   p.jid_min = filter.jid_min;
   p.jid_max = filter.jid_max;
+  p.jid_before = filter.jid_before;
+  p.minion = filter.minion;
   if (AllLiteral(filter.function_globs)) {
     p.fun_in = filter.function_globs;
   } else {
@@ -93,14 +95,19 @@ void RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std:
     // Every predicate again, by core's rules: the pushdown only narrows.
     if (filter.jid_min && row.jid < *filter.jid_min) return true;
     if (filter.jid_max && row.jid > *filter.jid_max) return true;
+    if (filter.jid_before && row.jid >= *filter.jid_before) return true;
     if (!filter.function_globs.empty() && (!row.fun || !AnyMatch(filter.function_globs, *row.fun))) return true;
     for (const std::string& f : filter.exclude_functions) {
       if (row.fun && *row.fun == f) return true;
     }
     std::optional<Value> load;
-    if (!filter.target_globs.empty()) {
+    if (!filter.target_globs.empty() || filter.user) {
       load = ParseJson(row.load);
-      if (!TargetMatches(filter.target_globs, *load)) return true;
+      if (!filter.target_globs.empty() && !TargetMatches(filter.target_globs, *load)) return true;
+      if (filter.user) {
+        const std::string* user = load->FindString("user");
+        if (user == nullptr || *user != *filter.user) return true;
+      }
     }
     std::optional<Value> metadata;
     if (filter.metadata) {

@@ -23,6 +23,9 @@ namespace brine::store::detail {
 struct JobPushdown {
   std::optional<std::string> jid_min;  // jid >= (inclusive)
   std::optional<std::string> jid_max;  // jid <= (inclusive)
+  std::optional<std::string> jid_before;  // jid < (exclusive)
+  // When set: the job expected this minion or holds a return from it.
+  std::optional<std::string> minion;
   // When not empty: `fun IN (...)`, these exact names.
   std::vector<std::string> fun_in;
   // When not empty: `fun = p OR fun LIKE p'%'` for any entry, with LIKE's

@@ -103,6 +103,12 @@ void PostgresBackend::ForEachJobRow(const JobPushdown& pushdown, const std::func
     };
     if (pushdown.jid_min) sql += " AND jid >= " + bind(*pushdown.jid_min);
     if (pushdown.jid_max) sql += " AND jid <= " + bind(*pushdown.jid_max);
+    if (pushdown.jid_before) sql += " AND jid < " + bind(*pushdown.jid_before);
+    if (pushdown.minion) {
+      sql += " AND EXISTS (SELECT 1 FROM minion AS m WHERE m.name = " + bind(*pushdown.minion) +
+             " AND (EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = job.id AND jm.minion_id = m.id)"
+             " OR EXISTS (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = m.id)))";
+    }
     if (!pushdown.fun_in.empty()) {
       sql += " AND fun IN (";
       for (std::size_t i = 0; i < pushdown.fun_in.size(); ++i) {

@@ -155,6 +155,16 @@ void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::functi
       sql += " AND jid <= ?";
       binds.push_back(*pushdown.jid_max);
     }
+    if (pushdown.jid_before) {
+      sql += " AND jid < ?";
+      binds.push_back(*pushdown.jid_before);
+    }
+    if (pushdown.minion) {
+      sql += " AND EXISTS (SELECT 1 FROM minion AS m WHERE m.name = ? AND"
+             " (EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = job.id AND jm.minion_id = m.id)"
+             " OR EXISTS (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = m.id)))";
+      binds.push_back(*pushdown.minion);
+    }
     if (!pushdown.fun_in.empty()) {
       // Plain names use the (fun, jid) index.
       sql += " AND fun IN (";

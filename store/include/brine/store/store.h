@@ -155,6 +155,14 @@ struct JobFilter {
   // Hand out the load and metadata as JSON text (JobRecord::load_json,
   // metadata_json), for a listing that copies them into its output.
   bool json_text = false;
+  // For a page of a listing, newest first (brine-run sets none of these):
+  // only jids before this one (exclusive), so a page of `limit` jobs goes on
+  // from the last page's oldest jid (keyset paging);
+  std::optional<std::string> jid_before;
+  // only jobs whose load's `user` is this string;
+  std::optional<std::string> user;
+  // only jobs that expected this minion or hold a return from it.
+  std::optional<std::string> minion;
 };
 
 // What the job cache keeps of one job, whole, for brine.export (ForEachStoredJob).
