@@ -140,8 +140,12 @@ std::string Listing(Store& s, const JobFilter& filter) {
   std::string out;
   for (const JobRecord& r : s.GetJids(filter)) {
     out += r.jid + " " + (filter.json_text ? r.load_json : ToJson(r.load)) + " " +
-           (filter.json_text ? r.metadata_json.value_or("-") : ToJson(r.metadata)) + " " + r.endtime.value_or("-") +
-           "\n";
+           (filter.json_text ? r.metadata_json.value_or("-") : ToJson(r.metadata)) + " " + r.endtime.value_or("-");
+    if (r.counts) {
+      out += " expected=" + std::to_string(r.counts->expected) + " returned=" + std::to_string(r.counts->returned) +
+             " failed=" + std::to_string(r.counts->failed) + " missing=" + std::to_string(r.counts->missing);
+    }
+    out += "\n";
   }
   return out;
 }
@@ -216,7 +220,8 @@ TEST_CASE("store backends: every job filter gives SQLite's answer on PostgreSQL"
       for (const auto& limit : limits) {
         check({.limit = limit, .user = user});
         check({.limit = limit, .minion = minion});
-        check({.function_globs = {"c*"}, .limit = limit, .json_text = true, .user = user, .minion = minion});
+        check({.function_globs = {"c*"}, .limit = limit, .json_text = true, .user = user, .minion = minion,
+               .with_counts = true});
       }
     }
   }
@@ -250,6 +255,16 @@ TEST_CASE("store backends: every job filter gives SQLite's answer on PostgreSQL"
   CHECK(jids({.function_globs = {"?md.run"}}) == 6);  // cmd.run and Cmd.run
   CHECK(jids({.user = "root"}) == 15);                 // every third of 45
   CHECK(jids({.minion = "m3"}) == 0);
+  // Counts: a job that expected m1 only, whose m2 returned a failure anyway (i = 4).
+  const auto counted = p.postgres->GetJids({.jid_min = JidAt(hours(2), "_3"), .jid_max = JidAt(hours(2), "_3"),
+                                            .with_counts = true});
+  REQUIRE(counted.size() == 1);
+  REQUIRE(counted[0].counts);
+  CHECK(counted[0].counts->expected == 1);
+  CHECK(counted[0].counts->returned == 2);
+  CHECK(counted[0].counts->failed == 1);
+  CHECK(counted[0].counts->missing == 0);
+  CHECK(!p.postgres->GetJids({.limit = 1}).front().counts);
   CHECK(jids({.minion = "m1"}) == 48);                 // all but "12345", which has no minion
 }
 

@@ -82,6 +82,7 @@ JobPushdown PushdownOf(const JobFilter& filter) {
   p.has_returns = filter.has_returns;
   p.has_failures = filter.has_failures;
   p.newest_first = filter.limit.has_value();
+  p.counts = filter.with_counts;
   if (filter.limit && PushdownIsExact(filter)) p.limit = filter.limit;
   return p;
 }
@@ -129,6 +130,7 @@ void RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std:
       }
     }
     if (row.endtime) r.endtime = std::string(*row.endtime);
+    if (filter.with_counts) r.counts = row.counts;
     if (filter.limit) {
       newest.push_back(std::move(r));
       return newest.size() < *filter.limit;

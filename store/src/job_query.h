@@ -40,6 +40,7 @@ struct JobPushdown {
   std::optional<bool> has_returns;             // EXISTS (a return)
   std::optional<bool> has_failures;            // EXISTS (a failed return)
   bool newest_first = false;
+  bool counts = false;  // the rows carry JobRow::counts
   // Set only when every row the pushdown selects is kept: LIMIT in SQL.
   std::optional<std::size_t> limit;
 };
@@ -51,6 +52,7 @@ struct JobRow {
   std::string_view load;                // JSON text, never null (load IS NOT NULL)
   std::optional<std::string_view> metadata;
   std::optional<std::string_view> endtime;
+  JobRecord::MinionCounts counts;  // when JobPushdown::counts
 };
 
 // A backend's row source: calls `row` for each row `pushdown` selects, in

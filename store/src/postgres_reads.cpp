@@ -95,7 +95,15 @@ void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::Ret
 
 void PostgresBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Guard("get_jids", Op::kRead, [&] {
-    std::string sql = "SELECT jid, fun, load, metadata, endtime FROM job WHERE load IS NOT NULL";
+    std::string sql = "SELECT jid, fun, load, metadata, endtime";
+    if (pushdown.counts) {
+      sql += ", (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = false)),"
+        " (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id AND NOT EXISTS"
+        " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = jm.minion_id))";
+    }
+    sql += " FROM job WHERE load IS NOT NULL";
     std::vector<std::string> binds;
     auto bind = [&](std::string v) {
       binds.push_back(std::move(v));
@@ -146,8 +154,13 @@ void PostgresBackend::ForEachJobRow(const JobPushdown& pushdown, const std::func
         if (r->null(0, i)) return std::nullopt;
         return r->text(0, i);
       };
-      stop = !row(JobRow{.jid = r->text(0, 0), .fun = text_of(1), .load = r->text(0, 2), .metadata = text_of(3),
-                         .endtime = text_of(4)});
+      JobRow job{.jid = r->text(0, 0), .fun = text_of(1), .load = r->text(0, 2), .metadata = text_of(3),
+                 .endtime = text_of(4)};
+      if (pushdown.counts) {
+        job.counts = {.expected = r->integer(0, 5), .returned = r->integer(0, 6), .failed = r->integer(0, 7),
+                      .missing = r->integer(0, 8)};
+      }
+      stop = !row(job);
     }
     return 0;
   });

@@ -145,7 +145,15 @@ void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::Retur
 
 void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Read("get_jids", [&] {
-    std::string sql = "SELECT jid, fun, load, metadata, endtime FROM job WHERE load IS NOT NULL";
+    std::string sql = "SELECT jid, fun, load, metadata, endtime";
+    if (pushdown.counts) {
+      sql += ", (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = 0)),"
+        " (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id AND NOT EXISTS"
+        " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = jm.minion_id))";
+    }
+    sql += " FROM job WHERE load IS NOT NULL";
     std::vector<std::string> binds;
     if (pushdown.jid_min) {
       sql += " AND jid >= ?";
@@ -207,8 +215,12 @@ void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::functi
       return std::string_view(c.getText(), static_cast<std::size_t>(c.getBytes()));
     };
     while (q.executeStep()) {
-      const JobRow r{.jid = *text_of(0), .fun = text_of(1), .load = *text_of(2), .metadata = text_of(3),
-                     .endtime = text_of(4)};
+      JobRow r{.jid = *text_of(0), .fun = text_of(1), .load = *text_of(2), .metadata = text_of(3),
+               .endtime = text_of(4)};
+      if (pushdown.counts) {
+        r.counts = {.expected = q.getColumn(5).getInt64(), .returned = q.getColumn(6).getInt64(),
+                    .failed = q.getColumn(7).getInt64(), .missing = q.getColumn(8).getInt64()};
+      }
       if (!row(r)) break;
     }
     return 0;

@@ -129,6 +129,14 @@ struct JobRecord {
   // instead of `load` and `metadata` (left null).
   std::string load_json;
   std::optional<std::string> metadata_json;
+  // With JobFilter::with_counts: the job's minions by outcome.
+  struct MinionCounts {
+    std::int64_t expected = 0;  // minions the publish (or a stub) named
+    std::int64_t returned = 0;  // minions with a stored return
+    std::int64_t failed = 0;    // of those, retcode not 0 or success false
+    std::int64_t missing = 0;   // expected minions without a return
+  };
+  std::optional<MinionCounts> counts;
 };
 
 // What GetJids selects. Every condition given must hold (AND).
@@ -161,8 +169,10 @@ struct JobFilter {
   std::optional<std::string> jid_before;
   // only jobs whose load's `user` is this string;
   std::optional<std::string> user;
-  // only jobs that expected this minion or hold a return from it.
+  // only jobs that expected this minion or hold a return from it;
   std::optional<std::string> minion;
+  // and with each job's minion counts (JobRecord::counts).
+  bool with_counts = false;
 };
 
 // What the job cache keeps of one job, whole, for brine.export (ForEachStoredJob).
