@@ -268,6 +268,24 @@ TEST_CASE("store backends: every job filter gives SQLite's answer on PostgreSQL"
   CHECK(jids({.minion = "m1"}) == 48);                 // all but "12345", which has no minion
 }
 
+TEST_CASE("store backends: a listing under a time budget says how far it got", "[store][backends]") {
+  REQUIRE_POSTGRES();
+  Pair p;
+  for (Store* s : {p.sqlite.get(), p.postgres.get()}) {
+    const auto whole = s->ListJobs({.function_globs = {"c*"}, .with_counts = true, .time_budget = hours(1)});
+    CHECK(whole.complete);
+    CHECK(!whole.reached);
+    CHECK(Listing(*s, {.function_globs = {"c*"}, .with_counts = true}).size() > 0);
+    CHECK(whole.jobs.size() == s->GetJids({.function_globs = {"c*"}}).size());
+    const auto none = s->ListJobs({.limit = 5, .time_budget = std::chrono::milliseconds(0)});
+    CHECK_FALSE(none.complete);
+    CHECK(none.jobs.empty());
+    CHECK(!none.reached);
+    // ForEachJob and GetJids ignore the budget.
+    CHECK(s->GetJids({.time_budget = std::chrono::milliseconds(0)}).size() == 49);
+  }
+}
+
 TEST_CASE("store backends: get_jid and get_jid_full give SQLite's answer on PostgreSQL", "[store][backends]") {
   REQUIRE_POSTGRES();
   Pair p;

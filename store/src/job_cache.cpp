@@ -319,8 +319,25 @@ class JobCache final : public Store, private StoreMaintenance {
     return jobs;
   }
 
+  JobPage ListJobs(const JobFilter& filter) override {
+    std::vector<JobRecord> jobs;
+    JobPage page = Query(filter, [&](JobRecord&& r) { jobs.push_back(std::move(r)); });
+    page.jobs = std::move(jobs);
+    return page;
+  }
+
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
-    RunJobQuery(
+    if (!filter.time_budget) {
+      (void)Query(filter, fn);
+      return;
+    }
+    JobFilter whole = filter;  // a budget is ListJobs' alone
+    whole.time_budget.reset();
+    (void)Query(whole, fn);
+  }
+
+  JobPage Query(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) {
+    return RunJobQuery(
         filter,
         [&](const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
           backend_->ForEachJobRow(pushdown, row);

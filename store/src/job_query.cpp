@@ -2,6 +2,7 @@
 #include "job_query.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
 
 #include "brine/core/glob.h"
@@ -87,12 +88,21 @@ JobPushdown PushdownOf(const JobFilter& filter) {
   return p;
 }
 
-void RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std::function<void(JobRecord&&)>& fn) {
-  if (filter.limit && *filter.limit == 0) return;
+JobPage RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std::function<void(JobRecord&&)>& fn) {
+  JobPage page;
+  if (filter.limit && *filter.limit == 0) return page;
   const JobPushdown pushdown = PushdownOf(filter);
   std::exception_ptr caller_failure;
   std::vector<JobRecord> newest;
+  using Clock = std::chrono::steady_clock;
+  const std::optional<Clock::time_point> deadline =
+      filter.time_budget ? std::optional(Clock::now() + *filter.time_budget) : std::nullopt;
   source(pushdown, [&](const JobRow& row) {
+    if (deadline && Clock::now() >= *deadline) {
+      page.complete = false;
+      return false;
+    }
+    page.reached = std::string(row.jid);
     // Every predicate again, by core's rules: the pushdown only narrows.
     if (filter.jid_min && row.jid < *filter.jid_min) return true;
     if (filter.jid_max && row.jid > *filter.jid_max) return true;
@@ -146,6 +156,8 @@ void RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std:
   if (caller_failure) std::rethrow_exception(caller_failure);
   // Newest first from the index, handed out oldest first.
   for (auto it = newest.rbegin(); it != newest.rend(); ++it) fn(std::move(*it));
+  if (page.complete) page.reached.reset();
+  return page;
 }
 
 }  // namespace brine::store::detail

@@ -67,7 +67,9 @@ using JobRowSource = std::function<void(const JobPushdown& pushdown, const std::
 
 // Store::ForEachJob over `source`: `fn` sees each record in jid order.
 // Exceptions from `fn` propagate untranslated once the read is over.
-void RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std::function<void(JobRecord&&)>& fn);
+// With filter.time_budget, stops once it has gone: the answer says how far
+// it got (JobPage's complete and reached; its jobs are left empty).
+JobPage RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std::function<void(JobRecord&&)>& fn);
 
 // The pushdown RunJobQuery asks for `filter` (exposed for the tests).
 [[nodiscard]] JobPushdown PushdownOf(const JobFilter& filter);

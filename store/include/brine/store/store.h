@@ -173,6 +173,18 @@ struct JobFilter {
   std::optional<std::string> minion;
   // and with each job's minion counts (JobRecord::counts).
   bool with_counts = false;
+  // ListJobs only: stop once this much time has gone (a partial page).
+  std::optional<std::chrono::milliseconds> time_budget;
+};
+
+// What ListJobs found.
+struct JobPage {
+  std::vector<JobRecord> jobs;  // oldest first, as GetJids
+  // False when JobFilter::time_budget ran out first: `jobs` are those found
+  // until then, and `reached` is the last jid looked at (the listing reads
+  // oldest first, or newest first with a limit, and got that far).
+  bool complete = true;
+  std::optional<std::string> reached;
 };
 
 // What the job cache keeps of one job, whole, for brine.export (ForEachStoredJob).
@@ -469,6 +481,9 @@ class Store {
   // record in jid order while the read transaction is open (so it must not
   // call back into this Store). Exceptions from `fn` propagate.
   virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
+  // GetJids within filter.time_budget (none: the whole answer), saying how
+  // far it got when the budget ran out.
+  [[nodiscard]] virtual JobPage ListJobs(const JobFilter& filter) = 0;
   // The newest `count` jobs, oldest first, without saltutil.find_job when asked.
   enum class FindJobs { kKeep, kDrop };
   [[nodiscard]] virtual std::vector<JobRecord> GetJidsFilter(std::size_t count,
