@@ -29,6 +29,8 @@
 #include "brine/core/time.h"
 #include "brine/core/value.h"
 #include "brine/store/store.h"
+#include "job_query.h"
+#include "retention_plan.h"
 
 namespace brine::store::detail {
 
@@ -110,7 +112,8 @@ class MaintenanceBackend {
   ~MaintenanceBackend() = default;  // the Backend that offers it owns it
 };
 
-class Backend {
+// Its retention primitives are RetentionBackend's (retention_plan.h).
+class Backend : public RetentionBackend {
  public:
   virtual ~Backend() = default;
 
@@ -169,8 +172,6 @@ class Backend {
   virtual void AppendEvents(std::vector<EventRow>&& events) = 0;
   virtual void Quarantine(std::string_view raw, const std::string& reason, Micros received) = 0;
   virtual void SetEndtime(std::int64_t job, const std::string& endtime) = 0;
-  // Store::ApplyRetention.
-  virtual CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) = 0;
   // Store::PruneOldest.
   virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
   // Replaces this master's counters (OpenOptions::master_id).
@@ -203,10 +204,14 @@ class Backend {
   virtual std::vector<HourCounts> GetHourlyCounts(std::int64_t from_us, std::int64_t until_us,
                                                   const std::optional<std::string>& master) = 0;
   virtual Value GetLoad(const std::string& jid) = 0;
-  virtual Value GetJid(const std::string& jid) = 0;
-  virtual Value GetJidFull(const std::string& jid) = 0;
   virtual void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
-  virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
+  // fn(minion, full return JSON) for each return of `jid`, in no particular
+  // order, under the read's guard (an exception from `fn` is translated as
+  // the backend's own); JobCache shapes GetJid and GetJidFull from it.
+  virtual void ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
+  // The job rows `pushdown` selects, for JobQuery (job_query.h), which
+  // decides the filter; `row` returns false to stop.
+  virtual void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) = 0;
   virtual void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
                                 const std::function<void(StoredJob&&)>& fn) = 0;
   virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,

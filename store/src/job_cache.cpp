@@ -213,7 +213,7 @@ class JobCache final : public Store, private StoreMaintenance {
   CleanResult ApplyRetention(const Retention& retention, std::int64_t max_rows) override {
     CleanResult result;
     Write("clean_old_jobs", [&] {
-      result = backend_->CleanOldJobs(retention, max_rows);
+      result = ApplyRetentionPlan(retention, max_rows, *backend_);
       jobs_.clear();
     });
     return result;
@@ -307,8 +307,23 @@ class JobCache final : public Store, private StoreMaintenance {
     return backend_->GetSpoolProgress();
   }
   Value GetLoad(const std::string& jid) override { return backend_->GetLoad(jid); }
-  Value GetJid(const std::string& jid) override { return backend_->GetJid(jid); }
-  Value GetJidFull(const std::string& jid) override { return backend_->GetJidFull(jid); }
+  // Salt's get_jid: {minion: {return, retcode, success, out}}, with the keys
+  // each return has, minions in the byte order of their names.
+  Value GetJid(const std::string& jid) override {
+    static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
+    return Returns(jid, [](std::string_view text) {
+      Value full = ParseJsonMembers(text, kKeys);
+      Value r = Value::EmptyMap();
+      for (const std::string_view key : kKeys) {
+        if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
+      }
+      return r;
+    });
+  }
+  // {minion: the whole return load}.
+  Value GetJidFull(const std::string& jid) override {
+    return Returns(jid, [](std::string_view text) { return ParseJson(text); });
+  }
   void ForEachReturnJson(const std::string& jid, const ReturnTextFn& fn) override {
     backend_->ForEachReturnJson(jid, fn);
   }
@@ -319,8 +334,30 @@ class JobCache final : public Store, private StoreMaintenance {
     return jobs;
   }
 
+  JobPage ListJobs(const JobFilter& filter) override {
+    std::vector<JobRecord> jobs;
+    JobPage page = Query(filter, [&](JobRecord&& r) { jobs.push_back(std::move(r)); });
+    page.jobs = std::move(jobs);
+    return page;
+  }
+
   void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override {
-    backend_->ForEachJob(filter, fn);
+    if (!filter.time_budget) {
+      (void)Query(filter, fn);
+      return;
+    }
+    JobFilter whole = filter;  // a budget is ListJobs' alone
+    whole.time_budget.reset();
+    (void)Query(whole, fn);
+  }
+
+  JobPage Query(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) {
+    return RunJobQuery(
+        filter,
+        [&](const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
+          backend_->ForEachJobRow(pushdown, row);
+        },
+        fn);
   }
 
   void ForEachStoredJob(const std::optional<std::string>& jid_min, const std::optional<std::string>& jid_max,
@@ -344,6 +381,25 @@ class JobCache final : public Store, private StoreMaintenance {
   std::vector<std::string> GetMinions() override { return backend_->GetMinions(); }
   std::optional<std::string> GetEndtime(const std::string& jid) override { return backend_->GetEndtime(jid); }
   int SchemaVersion() override { return backend_->SchemaVersion(); }
+
+ private:
+  // {minion: shape(its return's JSON)} for each return of `jid`, minions in
+  // the byte order of their names (std::string's order: SQLite's BINARY,
+  // PostgreSQL's "C"). Positions are sorted, not the parsed returns.
+  template <typename Shape>
+  Value Returns(const std::string& jid, Shape&& shape) {
+    std::vector<std::pair<std::string, Value>> rows;
+    backend_->ForEachReturnText(jid, [&](std::string_view minion, std::string_view text) {
+      rows.emplace_back(std::string(minion), shape(text));
+    });
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a].first < rows[b].first; });
+    Value out = Value::EmptyMap();
+    out.as_map().reserve(rows.size());
+    for (const std::size_t i : order) out.as_map().emplace_back(std::move(rows[i].first), std::move(rows[i].second));
+    return out;
+  }
 
  protected:
   void BeginBatchImpl() override {

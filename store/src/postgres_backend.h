@@ -75,7 +75,6 @@ std::optional<std::int64_t> PartitionDay(std::string_view name, std::string_view
 
 // Retention's SQL conditions (postgres_retention.cpp).
 struct SqlCondition;
-class ClassRegexes;
 
 inline PgParam P(std::string_view v) { return PgParam{v}; }
 
@@ -128,9 +127,14 @@ class PostgresBackend final : public Backend {
   void AppendEvents(std::vector<EventRow>&& events) override;
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override;
   void SetEndtime(std::int64_t job, const std::string& endtime) override;
-  CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override;
-  void DropJobDays(const Retention& retention, const ClassRegexes& funs, CleanResult& result);
-  void DeleteOldJobs(Micros before, const SqlCondition& condition, std::int64_t& budget, CleanResult& result);
+  void StartRetention() override;
+  std::vector<std::string> JobFunctions() override;
+  std::int64_t DeleteOldEvents(Micros before, std::int64_t budget,
+                               const std::function<bool(std::string_view)>* is_member) override;
+  std::int64_t DeleteOldQuarantine(Micros before, std::int64_t budget) override;
+  void DeleteOldJobs(Micros before, const JobClass& job_class, std::int64_t& budget, CleanResult& result) override;
+  void DropEventDays(Micros before, CleanResult& result) override;
+  void DropJobDays(const std::vector<JobClass>& classes, Micros before, CleanResult& result) override;
   void DeleteJob(std::int64_t job, std::int64_t& budget, CleanResult& result);
   std::int64_t DeleteOldestRows(const std::string& table, const std::string& payload,
                                 std::int64_t until, std::int64_t n, CleanResult& result);
@@ -155,10 +159,9 @@ class PostgresBackend final : public Backend {
                                           const std::optional<std::string>& master) override;
   std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override;
   Value GetLoad(const std::string& jid) override;
-  Value GetJid(const std::string& jid) override;
-  Value GetJidFull(const std::string& jid) override;
   void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
-  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override;
+  void ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) override;
+  void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) override;
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
                         const std::optional<std::string>& jid_max,
                         const std::function<void(StoredJob&&)>& fn) override;
@@ -275,10 +278,6 @@ class PostgresBackend final : public Backend {
       RethrowPgAsStoreError(what, op);
     }
   }
-
-  static bool Passes(const JobFilter& filter, bool glob_fun, std::string_view,
-                     std::string_view load_text, bool metadata_null,
-                     std::string_view metadata_text);
 
   // f(minion, full_ret) for each return of `jid`, by minion name in byte
   // order (SQLite's BINARY; string_view compares as unsigned bytes). The

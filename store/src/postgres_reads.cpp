@@ -1,14 +1,13 @@
-// PostgresBackend's reads: Salt's getters, the listings, the export reads
-// and the counters. Each runs under Guard (errors become store errors) and
-// first sends what the batch has waiting (Db), so a read inside a batch
-// sees its writes. Return payloads are sorted by minion here, not by the
+// PostgresBackend's reads: Salt's getters, the job rows JobQuery filters
+// (job_query.h), the export reads and the counters. Each runs under Guard
+// (errors become store errors) and first sends what the batch has waiting
+// (Db), so a read inside a batch sees its writes. Return payloads are sorted by minion here, not by the
 // server (ForEachReturn says why).
 #include "postgres_backend.h"
 
 #include <algorithm>
 #include <exception>
 
-#include "brine/core/glob.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 
@@ -74,30 +73,8 @@ Value PostgresBackend::GetLoad(const std::string& jid) {
   });
 }
 
-Value PostgresBackend::GetJid(const std::string& jid) {
-  return Guard("get_jid", Op::kRead, [&] {
-    static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
-    Value out = Value::EmptyMap();
-    ForEachReturn(jid, [&](std::string_view minion, std::string_view text) {
-      Value full = ParseJsonMembers(text, kKeys);
-      Value r = Value::EmptyMap();
-      for (const std::string_view key : kKeys) {
-        if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
-      }
-      out.as_map().emplace_back(std::string(minion), std::move(r));
-    });
-    return out;
-  });
-}
-
-Value PostgresBackend::GetJidFull(const std::string& jid) {
-  return Guard("get_jid", Op::kRead, [&] {
-    Value out = Value::EmptyMap();
-    ForEachReturn(jid, [&](std::string_view minion, std::string_view text) {
-      out.as_map().emplace_back(std::string(minion), ParseJson(text));
-    });
-    return out;
-  });
+void PostgresBackend::ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) {
+  Guard("get_jid", Op::kRead, [&] { ForEachReturn(jid, fn); });
 }
 
 void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) {
@@ -116,80 +93,77 @@ void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::Ret
   if (caller_failure) std::rethrow_exception(caller_failure);
 }
 
-void PostgresBackend::ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) {
-  std::exception_ptr caller_failure;
-  std::vector<JobRecord> newest;
+void PostgresBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Guard("get_jids", Op::kRead, [&] {
-    std::string sql = "SELECT jid, load, metadata, endtime FROM job WHERE load IS NOT NULL";
+    std::string sql = "SELECT jid, fun, load, metadata, endtime";
+    if (pushdown.counts) {
+      sql += ", (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = false)),"
+        " (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id AND NOT EXISTS"
+        " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = jm.minion_id))";
+    }
+    sql += " FROM job WHERE load IS NOT NULL";
     std::vector<std::string> binds;
     auto bind = [&](std::string v) {
       binds.push_back(std::move(v));
       return "$" + std::to_string(binds.size());
     };
-    if (filter.jid_min) sql += " AND jid >= " + bind(*filter.jid_min);
-    if (filter.jid_max) sql += " AND jid <= " + bind(*filter.jid_max);
-    const bool literal = std::all_of(filter.function_globs.begin(), filter.function_globs.end(),
-                                     [](const std::string& g) { return IsLiteralGlob(g); });
-    if (!filter.function_globs.empty() && literal) {
+    if (pushdown.jid_min) sql += " AND jid >= " + bind(*pushdown.jid_min);
+    if (pushdown.jid_max) sql += " AND jid <= " + bind(*pushdown.jid_max);
+    if (pushdown.jid_before) sql += " AND jid < " + bind(*pushdown.jid_before);
+    if (pushdown.minion) {
+      sql += " AND EXISTS (SELECT 1 FROM minion AS m WHERE m.name = " + bind(*pushdown.minion) +
+             " AND (EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = job.id AND jm.minion_id = m.id)"
+             " OR EXISTS (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = m.id)))";
+    }
+    if (!pushdown.fun_in.empty()) {
       sql += " AND fun IN (";
-      for (std::size_t i = 0; i < filter.function_globs.size(); ++i) {
-        sql += (i == 0 ? "" : ", ") + bind(filter.function_globs[i]);
+      for (std::size_t i = 0; i < pushdown.fun_in.size(); ++i) {
+        sql += (i == 0 ? "" : ", ") + bind(pushdown.fun_in[i]);
       }
       sql += ")";
     }
-    for (const std::string& f : filter.exclude_functions) sql += " AND fun IS DISTINCT FROM " + bind(f);
-    if (filter.has_returns) {
-      sql += *filter.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
+    if (!pushdown.fun_patterns.empty()) {
+      sql += " AND (";
+      for (std::size_t i = 0; i < pushdown.fun_patterns.size(); ++i) {
+        const JobPushdown::FunPattern& f = pushdown.fun_patterns[i];
+        sql += i == 0 ? "" : " OR ";
+        sql += f.prefix ? "fun LIKE " + bind(LikeEscape(f.text) + "%") + " ESCAPE '\\'" : "fun = " + bind(f.text);
+      }
+      sql += ")";
+    }
+    for (const std::string& f : pushdown.exclude_functions) sql += " AND fun IS DISTINCT FROM " + bind(f);
+    if (pushdown.has_returns) {
+      sql += *pushdown.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
       sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
     }
-    if (filter.has_failures) {
-      sql += *filter.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
+    if (pushdown.has_failures) {
+      sql += *pushdown.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
       sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = false))";
     }
-    sql += filter.limit ? " ORDER BY jid DESC" : " ORDER BY jid";
-    // Globs on fun and tgt and the metadata rule are brine's own
-    // (fnmatch, Salt's search_metadata), so they are applied here.
-    const bool glob_fun = !filter.function_globs.empty() && !literal;
-    const bool in_sql_only = !glob_fun && filter.target_globs.empty() && !filter.metadata;
-    if (filter.limit && in_sql_only) sql += " LIMIT " + std::to_string(*filter.limit);
+    sql += pushdown.newest_first ? " ORDER BY jid DESC" : " ORDER BY jid";
+    if (pushdown.limit) sql += " LIMIT " + std::to_string(*pushdown.limit);
     std::vector<PgParam> params;
     for (const std::string& b : binds) params.push_back(P(b));
     Db().StartRows(sql, params);
     bool stop = false;
-    while (std::optional<PgResult> row = db_->NextRow()) {
+    while (std::optional<PgResult> r = db_->NextRow()) {
       if (stop) continue;  // drain the rest
-      const std::string_view load_text = row->text(0, 1);
-      if (!in_sql_only && !Passes(filter, glob_fun, row->text(0, 0), load_text, row->null(0, 2),
-                                  row->text(0, 2))) {
-        continue;
+      const auto text_of = [&](int i) -> std::optional<std::string_view> {
+        if (r->null(0, i)) return std::nullopt;
+        return r->text(0, i);
+      };
+      JobRow job{.jid = r->text(0, 0), .fun = text_of(1), .load = r->text(0, 2), .metadata = text_of(3),
+                 .endtime = text_of(4)};
+      if (pushdown.counts) {
+        job.counts = {.expected = r->integer(0, 5), .returned = r->integer(0, 6), .failed = r->integer(0, 7),
+                      .missing = r->integer(0, 8)};
       }
-      JobRecord r;
-      r.jid = row->text(0, 0);
-      if (filter.json_text) {
-        r.load_json = load_text;
-        if (!row->null(0, 2)) r.metadata_json = std::string(row->text(0, 2));
-      } else {
-        r.load = ParseJson(load_text);
-        if (!row->null(0, 2)) r.metadata = ParseJson(row->text(0, 2));
-      }
-      if (!row->null(0, 3)) r.endtime = std::string(row->text(0, 3));
-      if (filter.limit) {
-        newest.push_back(std::move(r));
-        if (newest.size() >= *filter.limit) stop = true;
-      } else if (!caller_failure) {
-        try {
-          fn(std::move(r));
-        } catch (...) {
-          caller_failure = std::current_exception();
-          stop = true;
-        }
-      }
+      stop = !row(job);
     }
     return 0;
   });
-  if (caller_failure) std::rethrow_exception(caller_failure);
-  // Newest first from the index, handed out oldest first.
-  for (auto it = newest.rbegin(); it != newest.rend(); ++it) fn(std::move(*it));
 }
 
 void PostgresBackend::ForEachStoredJob(const std::optional<std::string>& jid_min,
@@ -312,49 +286,6 @@ std::optional<std::string> PostgresBackend::GetEndtime(const std::string& jid) {
     if (r.rows() == 0 || r.null(0, 0)) return std::nullopt;
     return std::string(r.text(0, 0));
   });
-}
-
-bool PostgresBackend::Passes(const JobFilter& filter, bool glob_fun, std::string_view,
-                             std::string_view load_text, bool metadata_null,
-                             std::string_view metadata_text) {
-  auto any = [](const std::vector<std::string>& globs, std::string_view t) {
-    for (const std::string& g : globs) {
-      if (FnMatch(g, t)) return true;
-    }
-    return false;
-  };
-  if (glob_fun || !filter.target_globs.empty()) {
-    const Value load = ParseJson(load_text);
-    if (glob_fun) {
-      const std::string* fun = load.FindString("fun");
-      if (fun == nullptr || !any(filter.function_globs, *fun)) return false;
-    }
-    if (!filter.target_globs.empty()) {
-      const Value* tgt = load.Find("tgt");
-      bool hit = false;
-      if (tgt != nullptr && tgt->is_string()) {
-        hit = any(filter.target_globs, tgt->as_string());
-      } else if (tgt != nullptr && tgt->is_list()) {
-        for (const Value& t : tgt->as_list()) {
-          if (t.is_string() && any(filter.target_globs, t.as_string())) hit = true;
-        }
-      }
-      if (!hit) return false;
-    }
-  }
-  if (filter.metadata) {
-    if (metadata_null) return false;
-    const Value m = ParseJson(metadata_text);
-    bool hit = false;
-    if (filter.metadata->is_map()) {
-      for (const auto& [k, v] : filter.metadata->as_map()) {
-        const Value* have = m.Find(k);
-        if (have != nullptr && *have == v) hit = true;
-      }
-    }
-    if (!hit) return false;
-  }
-  return true;
 }
 
 // The names of minion rows `ids`, in one query. When the ids are dense (a

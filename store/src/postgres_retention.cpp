@@ -1,10 +1,11 @@
-// PostgresBackend's retention (Store::ApplyRetention) and the size cap's
-// pruning (PruneOldest, UsedBytes). Contract: at most `max_rows` rows go per
-// call, oldest first; retention by class is a regular expression per rule
-// (FnmatchRegex, Python's fnmatch.translate), the first matching rule
-// deciding; whole days before every cut are dropped as partitions outside
-// the row budget, under kRetentionLock; archived events that share a
-// deleted return's payload get their own copy first (DetachEvents).
+// PostgresBackend's retention primitives (RetentionBackend: the plan in
+// retention_plan.cpp decides the classes, the order and the budget) and the
+// size cap's pruning (PruneOldest, UsedBytes). A class reaches SQL only as
+// what translates exactly (fun = ANY of the plan's names), and each picked
+// row is checked again by the plan. Whole days the plan allows are dropped
+// as partitions outside the row budget, under kRetentionLock; archived
+// events that share a deleted return's payload get their own copy first
+// (DetachEvents).
 #include "postgres_backend.h"
 
 #include <algorithm>
@@ -12,58 +13,9 @@
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "postgres_arrays.h"
 
 namespace brine::store::detail {
-
-namespace {
-
-// Python's fnmatch.translate for PostgreSQL's regular expressions (AREs):
-// `*`, `?`, `[seq]`, `[!seq]`, everything else literal, the whole text.
-std::string FnmatchRegex(std::string_view glob) {
-  std::string out = "^(?:";
-  const std::size_t n = glob.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const char c = glob[i];
-    if (c == '*') {
-      out += ".*";
-    } else if (c == '?') {
-      out += '.';
-    } else if (c == '[') {
-      std::size_t j = i + 1;
-      if (j < n && glob[j] == '!') ++j;
-      if (j < n && glob[j] == ']') ++j;
-      while (j < n && glob[j] != ']') ++j;
-      if (j >= n) {
-        out += "\\[";  // no closing ']': a literal '[' (fnmatch's rule)
-        continue;
-      }
-      std::string_view stuff = glob.substr(i + 1, j - i - 1);
-      out += '[';
-      if (!stuff.empty() && stuff[0] == '!') {
-        out += '^';
-        stuff.remove_prefix(1);
-      } else if (!stuff.empty() && stuff[0] == '^') {
-        out += "\\^";
-        stuff.remove_prefix(1);
-      }
-      for (const char k : stuff) {
-        if (k == '\\') out += '\\';
-        out += k;
-      }
-      out += ']';
-      i = j;
-    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               (static_cast<unsigned char>(c) & 0x80) != 0) {
-      out += c;
-    } else {
-      out += '\\';
-      out += c;
-    }
-  }
-  return out + ")$";
-}
-
-}  // namespace
 
 // A condition for a statement: SQL whose parameters are written $A, $B, ...
 // (numbered when placed), and their values.
@@ -83,88 +35,81 @@ struct SqlCondition {
   }
 };
 
-// Retention classes by glob: conditions on an expression for "the first rule
-// matching it is rule i" and "no rule matches it".
-class ClassRegexes {
- public:
-  explicit ClassRegexes(const std::vector<RetentionRule>& rules) {
-    for (const RetentionRule& r : rules) regexes_.push_back(FnmatchRegex(r.glob));
-  }
-  [[nodiscard]] SqlCondition Rule(std::size_t i, const std::string& expr) const {
-    if (i == 0) return {"coalesce(" + expr + " ~ $A, false)", {regexes_[0]}};
-    return {"coalesce(" + expr + " ~ $A, false) AND NOT coalesce(" + expr + " ~ $B, false)",
-            {regexes_[i], Any(i)}};
-  }
-  [[nodiscard]] SqlCondition None(const std::string& expr) const {
-    if (regexes_.empty()) return {};
-    return {"NOT coalesce(" + expr + " ~ $A, false)", {Any(regexes_.size())}};
-  }
+namespace {
 
- private:
-  // Any of the first `n` rules.
-  [[nodiscard]] std::string Any(std::size_t n) const {
-    std::string out;
-    for (std::size_t i = 0; i < n; ++i) out += (i == 0 ? "" : "|") + regexes_[i];
-    return out;
-  }
-  std::vector<std::string> regexes_;
-};
+// The jobs of `c` as SQL selects them exactly (empty: every job).
+SqlCondition ClassCondition(const JobClass& c) {
+  if (c.all || (c.others && c.funs.empty())) return {};
+  if (c.funs.empty()) return {"false", {}};
+  ArrayText names;
+  for (const std::string& f : c.funs) names.Add(f);
+  if (c.others) return {"(fun IS NULL OR NOT fun = ANY($A::text[]))", {names.Take()}};
+  return {"fun = ANY($A::text[])", {names.Take()}};
+}
 
-CleanResult PostgresBackend::CleanOldJobs(const Retention& retention, std::int64_t max_rows) {
+// The canonical tag of an event that shares a return's payload, else its own.
+constexpr const char* kEventTag =
+    "coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name FROM ret AS r"
+    " JOIN job AS j ON j.id = r.job_id JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id))";
+
+}  // namespace
+
+void PostgresBackend::StartRetention() {
   Send(std::nullopt);
   read_jobs_.clear();  // returns may go
-  CleanResult result;
-  std::int64_t budget = max_rows;
-  // With rules by class, each row's class is the first glob that matches
-  // (its regular expression here: FnmatchRegex); each class goes by its own cut.
-  const ClassRegexes tags(retention.events_by_tag);
-  // Whole days before every event cut go at once, outside the row budget:
-  // a DROP costs the same for ten rows or ten million.
-  std::optional<Micros> drop_before = retention.events_before;
-  for (const RetentionRule& r : retention.events_by_tag) {
-    drop_before = drop_before && r.before ? std::optional(std::min(*drop_before, *r.before)) : std::nullopt;
+}
+
+std::vector<std::string> PostgresBackend::JobFunctions() {
+  PgResult r = Db().Exec("SELECT DISTINCT fun FROM job WHERE fun IS NOT NULL");
+  std::vector<std::string> out;
+  for (int i = 0; i < r.rows(); ++i) out.emplace_back(r.text(i, 0));
+  return out;
+}
+
+// Whole days go at once: a DROP costs the same for ten rows or ten million.
+void PostgresBackend::DropEventDays(Micros before, CleanResult& result) {
+  PgResult parts = Db().Exec(
+      "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
+      " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
+  for (int i = 0; i < parts.rows(); ++i) {
+    const std::string name(parts.text(i, 0));
+    const auto day = PartitionDay(name, "event");
+    if (!day || *day + 1 > DayOf(before)) continue;
+    result.events += Db().Exec("SELECT count(*) FROM " + name).integer(0, 0);
+    Db().Exec("DROP TABLE " + name);
   }
-  if (drop_before) {
-    PgResult parts = Db().Exec(
-        "SELECT c.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
-        " WHERE i.inhparent = 'event'::regclass ORDER BY 1");
-    for (int i = 0; i < parts.rows(); ++i) {
-      const std::string name(parts.text(i, 0));
-      const auto day = PartitionDay(name, "event");
-      if (!day || *day + 1 > DayOf(*drop_before)) continue;
-      result.events += Db().Exec("SELECT count(*) FROM " + name).integer(0, 0);
-      Db().Exec("DROP TABLE " + name);
+}
+
+std::int64_t PostgresBackend::DeleteOldEvents(Micros before, std::int64_t budget,
+                                              const std::function<bool(std::string_view)>* is_member) {
+  const std::string cut = TimeText(before);
+  if (is_member == nullptr) return DeleteOlder("event", cut, budget, {});
+  // The rows before the cut in id order, a chunk at a time; the plan picks
+  // its class's.
+  constexpr int kChunk = 5000;
+  ArrayText ids;
+  std::int64_t picked = 0;
+  std::optional<std::string> after;
+  while (picked < budget) {
+    PgResult r = Db().Exec(std::string("SELECT id, ") + kEventTag +
+                               " FROM event WHERE received < to_timestamp($1) AND ($2::bigint IS NULL OR id > $2)"
+                               " ORDER BY id LIMIT " + Int(kChunk),
+                           {P(cut), after ? P(*after) : PgParam::Null()});
+    for (int i = 0; i < r.rows() && picked < budget; ++i) {
+      if ((*is_member)(r.text(i, 1))) {
+        ids.AddNumber(r.text(i, 0));
+        ++picked;
+      }
     }
+    if (r.rows() < kChunk) break;
+    after = std::string(r.text(r.rows() - 1, 0));
   }
-  const std::string tag =
-      "coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name FROM ret AS r"
-      " JOIN job AS j ON j.id = r.job_id JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id))";
-  for (std::size_t i = 0; i < retention.events_by_tag.size() && budget > 0; ++i) {
-    if (!retention.events_by_tag[i].before) continue;
-    const std::int64_t n =
-        DeleteOlder("event", TimeText(*retention.events_by_tag[i].before), budget, tags.Rule(i, tag));
-    result.events += n;
-    budget -= n;
-  }
-  if (retention.events_before && budget > 0) {
-    const std::string cut = TimeText(*retention.events_before);
-    const std::int64_t deleted = DeleteOlder("event", cut, budget, tags.None(tag));
-    result.events += deleted;
-    budget -= deleted;
-    if (budget > 0) {
-      result.quarantined = DeleteOlder("quarantine", cut, budget, {});
-      budget -= result.quarantined;
-    }
-  }
-  const ClassRegexes funs(retention.jobs_by_fun);
-  DropJobDays(retention, funs, result);
-  for (std::size_t i = 0; i < retention.jobs_by_fun.size() && budget > 0; ++i) {
-    if (!retention.jobs_by_fun[i].before) continue;
-    DeleteOldJobs(*retention.jobs_by_fun[i].before, funs.Rule(i, "fun"), budget, result);
-  }
-  if (retention.jobs_before && budget > 0) DeleteOldJobs(*retention.jobs_before, funs.None("fun"), budget, result);
-  result.more = budget <= 0;
-  return result;
+  if (picked == 0) return 0;
+  return Db().Exec("DELETE FROM event WHERE id = ANY($1::bigint[])", {P(ids.Take())}).affected();
+}
+
+std::int64_t PostgresBackend::DeleteOldQuarantine(Micros before, std::int64_t budget) {
+  return DeleteOlder("quarantine", TimeText(before), budget, {});
 }
 
 // Drops whole days of returns and expected minions (migrations/postgres/0003),
@@ -177,12 +122,8 @@ CleanResult PostgresBackend::CleanOldJobs(const Retention& retention, std::int64
 // by `seen` too, can only keep a day here, never drop one too early.)
 // A day qualifies only with both its partitions: a day whose rows went to a
 // default partition (created late, see EnsurePartitions) goes job by job.
-void PostgresBackend::DropJobDays(const Retention& retention, const ClassRegexes& funs, CleanResult& result) {
-  std::optional<Micros> cut = retention.jobs_before;
-  for (const RetentionRule& r : retention.jobs_by_fun) {
-    if (r.before) cut = cut ? std::min(*cut, *r.before) : *r.before;
-  }
-  if (!cut) return;
+void PostgresBackend::DropJobDays(const std::vector<JobClass>& classes, Micros before, CleanResult& result) {
+  const std::optional<Micros> cut = before;
   std::map<std::int64_t, int> tables_of_day;  // 2: both partitions exist
   PgResult parts = Db().Exec(
       "SELECT c.relname, p.relname FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid"
@@ -206,16 +147,13 @@ void PostgresBackend::DropJobDays(const Retention& retention, const ClassRegexes
     values.insert(values.end(), c.params.begin(), c.params.end());
     return c.sql.empty() ? std::string("true") : c.Sql(first);
   };
-  auto kept_from = [&](const std::optional<Micros>& before) {
-    return before ? " AND jid ~ '^[0-9]{20}(_|$)' AND jid >= " + param(FormatJid(*before)) : std::string();
+  auto kept_from = [&](const std::optional<Micros>& class_cut) {
+    return class_cut ? " AND jid ~ '^[0-9]{20}(_|$)' AND jid >= " + param(FormatJid(*class_cut)) : std::string();
   };
   std::string kept;
-  for (std::size_t i = 0; i < retention.jobs_by_fun.size(); ++i) {
-    const std::string cls = numbered(funs.Rule(i, "fun"));
-    kept += "(" + cls + kept_from(retention.jobs_by_fun[i].before) + ") OR ";
+  for (const JobClass& c : classes) {
+    kept += std::string(kept.empty() ? "" : " OR ") + "(" + numbered(ClassCondition(c)) + kept_from(c.before) + ")";
   }
-  const std::string none = numbered(funs.None("fun"));
-  kept += "(" + none + kept_from(retention.jobs_before) + ")";
   for (const auto& [day, tables] : tables_of_day) {
     if (tables != 2) continue;
     const std::string day_text = DayText(day, true);
@@ -247,8 +185,9 @@ void PostgresBackend::DropJobDays(const Retention& retention, const ClassRegexes
 
 // Deletes jobs older than `before` for which `condition` holds, with their
 // returns and expected minions.
-void PostgresBackend::DeleteOldJobs(Micros before, const SqlCondition& condition,
-                                    std::int64_t& budget, CleanResult& result) {
+void PostgresBackend::DeleteOldJobs(Micros before, const JobClass& job_class, std::int64_t& budget,
+                                    CleanResult& result) {
+  const SqlCondition condition = ClassCondition(job_class);
   // Jids that name a time (20 digits, maybe _<pid>: FormatJid's form)
   // are UTC times, so their text order is time order; every other jid
   // ("req", "12345", "0") ages by when brine first saw it, as on SQLite
@@ -260,15 +199,18 @@ void PostgresBackend::DeleteOldJobs(Micros before, const SqlCondition& condition
   std::vector<PgParam> params = {P(jid), P(seen), P(limit)};
   const std::string and_condition = condition.sql.empty() ? "" : " AND " + condition.Sql(4);
   for (const std::string& p : condition.params) params.push_back(P(p));
-  // The regex picks candidates; JidToMicros (SQLite's brine_jid_is_time)
-  // decides, so "20241399000000000000" is no time on either backend.
+  // The jid pattern picks candidates; JidToMicros (SQLite's
+  // brine_jid_is_time) decides, so "20241399000000000000" is no time on
+  // either backend; the plan decides each candidate's class.
   PgResult pick = Db().Exec(
-      "(SELECT id, jid, true FROM job WHERE jid < $1 AND jid ~ '^[0-9]{20}(_|$)'" + and_condition +
-          ") UNION ALL (SELECT id, jid, false FROM job WHERE seen < to_timestamp($2)" + and_condition + ") LIMIT $3",
+      "(SELECT id, jid, true, fun FROM job WHERE jid < $1 AND jid ~ '^[0-9]{20}(_|$)'" + and_condition +
+          ") UNION ALL (SELECT id, jid, false, fun FROM job WHERE seen < to_timestamp($2)" + and_condition +
+          ") LIMIT $3",
       params);
   for (int i = 0; i < pick.rows() && budget > 0; ++i) {
     const bool is_time = JidToMicros(pick.text(i, 1)).has_value();
     if (is_time != (pick.text(i, 2) == "t")) continue;
+    if (!job_class.is_member(pick.null(i, 3) ? std::nullopt : std::optional(pick.text(i, 3)))) continue;
     DeleteJob(pick.integer(i, 0), budget, result);
   }
 }

@@ -6,7 +6,7 @@
 //   sqlite_writes.cpp     the job cache's write primitives and the event buffer
 //   sqlite_reads.cpp      the reads (Salt's getters, listings, export)
 //   sqlite_retention.cpp  retention and the size cap's pruning
-//   sqlite_functions.cpp  the SQL functions the queries call (brine_fnmatch, ...)
+//   sqlite_functions.cpp  the SQL functions the queries call (brine_jid_is_time)
 // Every member belongs to the Store's thread. A write primitive runs inside
 // the transaction Begin opened and throws SQLiteCpp's errors (JobCache hands
 // them to Rethrow); a read translates its own (Read, Guard).
@@ -93,9 +93,8 @@ inline std::int64_t NextArrivalId(std::int64_t last, Micros received, const char
   return std::max(ToUnixMicros(received), last + 1);
 }
 
-// Registers brine_fnmatch, brine_tgt_match, brine_meta_match,
-// brine_jid_is_time and brine_first_match on `db` (sqlite_functions.cpp),
-// for the reads and retention on our connections only.
+// Registers brine_jid_is_time on `db` (sqlite_functions.cpp), for
+// retention on our connections only.
 void RegisterSqlFunctions(SQLite::Database& db);
 
 class SqliteBackend final : public Backend, private MaintenanceBackend {
@@ -142,7 +141,12 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   void AppendEvents(std::vector<EventRow>&& events) override;
   void Quarantine(std::string_view raw, const std::string& reason, Micros received) override;
   void SetEndtime(std::int64_t job, const std::string& endtime) override;
-  CleanResult CleanOldJobs(const Retention& retention, std::int64_t max_rows) override;
+  void StartRetention() override;
+  std::vector<std::string> JobFunctions() override;
+  std::int64_t DeleteOldEvents(Micros before, std::int64_t budget,
+                               const std::function<bool(std::string_view)>* is_member) override;
+  std::int64_t DeleteOldQuarantine(Micros before, std::int64_t budget) override;
+  void DeleteOldJobs(Micros before, const JobClass& job_class, std::int64_t& budget, CleanResult& result) override;
   CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override;
   std::int64_t UsedBytes() override;
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override;
@@ -173,10 +177,9 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
                                           const std::optional<std::string>& master) override;
   std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override;
   Value GetLoad(const std::string& jid) override;
-  Value GetJid(const std::string& jid) override;
-  Value GetJidFull(const std::string& jid) override;
   void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
-  void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) override;
+  void ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) override;
+  void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) override;
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
                         const std::optional<std::string>& jid_max,
                         const std::function<void(StoredJob&&)>& fn) override;
@@ -230,32 +233,7 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
       "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
       " JOIN minion AS m ON m.id = r.minion_id WHERE j.jid = ?";
 
-  template <class F>
-  void ForEachReturn(const std::string& jid, std::span<const std::string_view> keys, F&& f) {
-    // Sorted here rather than by ORDER BY: SQLite's sorter would copy every
-    // payload, and one return can be 50 MB. std::string's order is SQLite's
-    // BINARY collation (bytes compared unsigned).
-    auto& q = Stmt(kReturnsSql);
-    q.bind(1, jid);
-    std::vector<std::pair<std::string, Value>> rows;
-    while (q.executeStep()) {
-      const SQLite::Column full = q.getColumn(1);
-      const std::string_view text(full.getText(), static_cast<std::size_t>(full.getBytes()));
-      rows.emplace_back(q.getColumn(0).getString(), keys.empty() ? ParseJson(text) : ParseJsonMembers(text, keys));
-    }
-    q.reset();
-    // Positions are sorted, not the rows: moving a parsed return is dearer than an index.
-    std::vector<std::size_t> order(rows.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a].first < rows[b].first; });
-    for (const std::size_t i : order) f(std::move(rows[i].first), std::move(rows[i].second));
-  }
-
-  static std::string Globs(const std::vector<RetentionRule>& rules);
-  std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget,
-                               const std::string& condition, const std::string& globs);
-  void DeleteOldJobs(Micros before, const std::string& condition, const std::string& globs,
-                     std::int64_t& budget, CleanResult& result);
+  std::int64_t DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget);
   void DeleteJob(std::int64_t id, std::int64_t& budget, CleanResult& result);
   std::optional<std::pair<std::int64_t, std::int64_t>> OldestJob();
   std::optional<std::int64_t> OldestId(const char* table);

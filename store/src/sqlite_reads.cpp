@@ -1,12 +1,11 @@
-// SqliteBackend's reads: Salt's getters, the listings (GetJids' filters as
-// SQL over the brine_* functions), the export reads and the counters. Each
+// SqliteBackend's reads: Salt's getters, the job rows JobQuery filters
+// (job_query.h), the export reads and the counters. Each
 // runs under Read (a read inside a batch sees its events; errors become
 // store errors; statements are reset so no snapshot is kept).
 #include "sqlite_backend.h"
 
 #include <exception>
 
-#include "brine/core/glob.h"
 #include "brine/core/jid.h"
 #include "migrations.h"
 
@@ -73,28 +72,18 @@ Value SqliteBackend::GetLoad(const std::string& jid) {
   });
 }
 
-Value SqliteBackend::GetJid(const std::string& jid) {
-  return Read("get_jid", [&] {
-    Value out = Value::EmptyMap();
-    static constexpr std::string_view kKeys[] = {"return", "retcode", "success", "out"};
-    ForEachReturn(jid, kKeys, [&](std::string minion, Value full) {
-      Value r = Value::EmptyMap();
-      for (const std::string_view key : kKeys) {
-        if (Value* v = full.Find(key)) r.as_map().emplace_back(key, std::move(*v));
-      }
-      out.as_map().emplace_back(std::move(minion), std::move(r));
-    });
-    return out;
-  });
-}
-
-Value SqliteBackend::GetJidFull(const std::string& jid) {
-  return Read("get_jid", [&] {
-    Value out = Value::EmptyMap();
-    ForEachReturn(jid, {}, [&](std::string minion, Value full) {
-      out.as_map().emplace_back(std::move(minion), std::move(full));
-    });
-    return out;
+void SqliteBackend::ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) {
+  Read("get_jid", [&] {
+    auto& q = Stmt(kReturnsSql);
+    q.bind(1, jid);
+    while (q.executeStep()) {
+      const SQLite::Column name = q.getColumn(0);
+      const SQLite::Column text = q.getColumn(1);
+      fn(std::string_view(name.getText(), static_cast<std::size_t>(name.getBytes())),
+         std::string_view(text.getText(), static_cast<std::size_t>(text.getBytes())));
+    }
+    q.reset();
+    return 0;
   });
 }
 
@@ -154,97 +143,88 @@ void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::Retur
   if (caller_failure) std::rethrow_exception(caller_failure);
 }
 
-void SqliteBackend::ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) {
-  // The caller's own failures pass through untranslated.
-  std::exception_ptr caller_failure;
-  const auto deliver = [&](JobRecord&& r) {
-    try {
-      fn(std::move(r));
-      return true;
-    } catch (...) {
-      caller_failure = std::current_exception();
-      return false;
-    }
-  };
+void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Read("get_jids", [&] {
-    std::string sql = "SELECT jid, load, metadata, endtime FROM job WHERE load IS NOT NULL";
+    std::string sql = "SELECT jid, fun, load, metadata, endtime";
+    if (pushdown.counts) {
+      sql += ", (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id),"
+        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = 0)),"
+        " (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id AND NOT EXISTS"
+        " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = jm.minion_id))";
+    }
+    sql += " FROM job WHERE load IS NOT NULL";
     std::vector<std::string> binds;
-    if (filter.jid_min) {
+    if (pushdown.jid_min) {
       sql += " AND jid >= ?";
-      binds.push_back(*filter.jid_min);
+      binds.push_back(*pushdown.jid_min);
     }
-    if (filter.jid_max) {
+    if (pushdown.jid_max) {
       sql += " AND jid <= ?";
-      binds.push_back(*filter.jid_max);
+      binds.push_back(*pushdown.jid_max);
     }
-    if (!filter.function_globs.empty()) {
-      const bool literal = std::all_of(filter.function_globs.begin(), filter.function_globs.end(),
-                                       [](const std::string& g) { return IsLiteralGlob(g); });
-      if (literal) {
-        // Plain names use the (fun, jid) index.
-        sql += " AND fun IN (";
-        for (std::size_t i = 0; i < filter.function_globs.size(); ++i) {
-          sql += i == 0 ? "?" : ", ?";
-          binds.push_back(filter.function_globs[i]);
-        }
-        sql += ")";
-      } else {
-        sql += " AND brine_fnmatch(?, fun)";
-        binds.push_back(ToJson(StringList(filter.function_globs)));
+    if (pushdown.jid_before) {
+      sql += " AND jid < ?";
+      binds.push_back(*pushdown.jid_before);
+    }
+    if (pushdown.minion) {
+      sql += " AND EXISTS (SELECT 1 FROM minion AS m WHERE m.name = ? AND"
+             " (EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = job.id AND jm.minion_id = m.id)"
+             " OR EXISTS (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = m.id)))";
+      binds.push_back(*pushdown.minion);
+    }
+    if (!pushdown.fun_in.empty()) {
+      // Plain names use the (fun, jid) index.
+      sql += " AND fun IN (";
+      for (std::size_t i = 0; i < pushdown.fun_in.size(); ++i) {
+        sql += i == 0 ? "?" : ", ?";
+        binds.push_back(pushdown.fun_in[i]);
       }
+      sql += ")";
     }
-    for (const std::string& f : filter.exclude_functions) {
+    if (!pushdown.fun_patterns.empty()) {
+      // LIKE ignores ASCII case here: more rows, never fewer (JobQuery re-checks).
+      sql += " AND (";
+      for (std::size_t i = 0; i < pushdown.fun_patterns.size(); ++i) {
+        const JobPushdown::FunPattern& f = pushdown.fun_patterns[i];
+        sql += i == 0 ? "" : " OR ";
+        sql += f.prefix ? "fun LIKE ? ESCAPE '\\'" : "fun = ?";
+        binds.push_back(f.prefix ? LikeEscape(f.text) + "%" : f.text);
+      }
+      sql += ")";
+    }
+    for (const std::string& f : pushdown.exclude_functions) {
       sql += " AND fun IS NOT ?";
       binds.push_back(f);
     }
-    if (!filter.target_globs.empty()) {
-      sql += " AND brine_tgt_match(load, ?)";
-      binds.push_back(ToJson(StringList(filter.target_globs)));
-    }
-    if (filter.has_returns) {
-      sql += *filter.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
+    if (pushdown.has_returns) {
+      sql += *pushdown.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
       sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
     }
-    if (filter.has_failures) {
-      sql += *filter.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
+    if (pushdown.has_failures) {
+      sql += *pushdown.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
       sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = 0))";
     }
-    if (filter.metadata) {
-      sql += " AND brine_meta_match(metadata, ?)";
-      binds.push_back(ToJson(*filter.metadata));
-    }
-    sql += filter.limit ? " ORDER BY jid DESC LIMIT " + std::to_string(*filter.limit)
-                        : " ORDER BY jid";
+    sql += pushdown.newest_first ? " ORDER BY jid DESC" : " ORDER BY jid";
+    if (pushdown.limit) sql += " LIMIT " + std::to_string(*pushdown.limit);
     SQLite::Statement q(*db_, sql);
     for (std::size_t i = 0; i < binds.size(); ++i) q.bind(static_cast<int>(i + 1), binds[i]);
-    auto record = [&] {
-      JobRecord r;
-      r.jid = q.getColumn(0).getString();
-      const SQLite::Column load = q.getColumn(1);
-      const std::string_view text(load.getText(), static_cast<std::size_t>(load.getBytes()));
-      if (filter.json_text) {
-        r.load_json = text;
-        if (!q.getColumn(2).isNull()) r.metadata_json = q.getColumn(2).getString();
-      } else {
-        r.load = ParseJson(text);
-        if (!q.getColumn(2).isNull()) r.metadata = ParseJson(q.getColumn(2).getString());
-      }
-      if (!q.getColumn(3).isNull()) r.endtime = q.getColumn(3).getString();
-      return r;
+    const auto text_of = [&](int i) -> std::optional<std::string_view> {
+      const SQLite::Column c = q.getColumn(i);
+      if (c.isNull()) return std::nullopt;
+      return std::string_view(c.getText(), static_cast<std::size_t>(c.getBytes()));
     };
-    if (filter.limit) {
-      // Newest first from the index, handed out oldest first.
-      std::vector<JobRecord> newest;
-      while (q.executeStep()) newest.push_back(record());
-      for (auto it = newest.rbegin(); it != newest.rend() && deliver(std::move(*it)); ++it) {
+    while (q.executeStep()) {
+      JobRow r{.jid = *text_of(0), .fun = text_of(1), .load = *text_of(2), .metadata = text_of(3),
+               .endtime = text_of(4)};
+      if (pushdown.counts) {
+        r.counts = {.expected = q.getColumn(5).getInt64(), .returned = q.getColumn(6).getInt64(),
+                    .failed = q.getColumn(7).getInt64(), .missing = q.getColumn(8).getInt64()};
       }
-    } else {
-      while (q.executeStep() && deliver(record())) {
-      }
+      if (!row(r)) break;
     }
     return 0;
   });
-  if (caller_failure) std::rethrow_exception(caller_failure);
 }
 
 void SqliteBackend::ForEachStoredJob(const std::optional<std::string>& jid_min,

@@ -1,56 +1,54 @@
-// SqliteBackend's retention (Store::ApplyRetention) and the size cap's
-// pruning (PruneOldest, UsedBytes). Contract: at most `max_rows` rows go per
-// call, oldest first (jobs by jid time, or by first sight for a jid that is
-// not a time; events and quarantined frames by id, their arrival time);
-// archived events that share a deleted return's payload get their own copy
-// first (kDetachEvents); `more` says the budget ran out.
+// SqliteBackend's retention primitives (RetentionBackend: the plan in
+// retention_plan.cpp decides what goes) and the size cap's pruning
+// (PruneOldest, UsedBytes). Jobs go by jid time, or by first sight for a jid
+// that is not a time; events and quarantined frames by id, their arrival
+// time; archived events that share a deleted return's payload get their own
+// copy first (kDetachEvents).
 #include "sqlite_backend.h"
 
 #include "brine/core/jid.h"
 
 namespace brine::store::detail {
 
-CleanResult SqliteBackend::CleanOldJobs(const Retention& retention, std::int64_t max_rows) {
-  FlushEvents();
-  CleanResult result;
-  std::int64_t budget = max_rows;
-  // With rules by class, each row's class is the first glob that matches
-  // (brine_first_match; -1 for none, the default); each class goes by its own cut.
-  const std::string tag_globs = Globs(retention.events_by_tag);
-  const std::string tag_class =
-      "brine_first_match(?3, coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name FROM ret AS r"
-      " JOIN job AS j ON j.id = r.job_id JOIN minion AS m ON m.id = r.minion_id WHERE r.id = event.ret_id)))";
-  for (std::size_t i = 0; i < retention.events_by_tag.size() && budget > 0; ++i) {
-    if (!retention.events_by_tag[i].before) continue;
-    const std::int64_t n = DeleteOlderRows("event", ToUnixMicros(*retention.events_by_tag[i].before), budget,
-                                           tag_class + " = " + std::to_string(i), tag_globs);
-    result.events += n;
-    budget -= n;
-  }
-  if (retention.events_before && budget > 0) {
-    const std::int64_t cut = ToUnixMicros(*retention.events_before);
-    const std::int64_t n = retention.events_by_tag.empty()
-                               ? DeleteOlderRows("event", cut, budget, "", "")
-                               : DeleteOlderRows("event", cut, budget, tag_class + " = -1", tag_globs);
-    result.events += n;
-    budget -= n;
-    if (budget > 0) {
-      result.quarantined = DeleteOlderRows("quarantine", cut, budget, "", "");
-      budget -= result.quarantined;
+void SqliteBackend::StartRetention() { FlushEvents(); }
+
+std::vector<std::string> SqliteBackend::JobFunctions() {
+  SQLite::Statement q(*db_, "SELECT DISTINCT fun FROM job WHERE fun IS NOT NULL");
+  std::vector<std::string> out;
+  while (q.executeStep()) out.push_back(q.getColumn(0).getString());
+  return out;
+}
+
+std::int64_t SqliteBackend::DeleteOldEvents(Micros before, std::int64_t budget,
+                                            const std::function<bool(std::string_view)>* is_member) {
+  const std::int64_t cut = ToUnixMicros(before);
+  if (is_member == nullptr) return DeleteOlderRows("event", cut, budget);
+  // The rows before the cut in arrival order; the plan picks its class's.
+  SQLite::Statement q(*db_,
+                      "SELECT id, coalesce(tag, (SELECT 'salt/job/' || j.jid || '/ret/' || m.name FROM ret AS r"
+                      " JOIN job AS j ON j.id = r.job_id JOIN minion AS m ON m.id = r.minion_id"
+                      " WHERE r.id = event.ret_id)) FROM event WHERE id < ?1 ORDER BY id");
+  q.bind(1, cut);
+  std::vector<std::int64_t> ids;
+  while (static_cast<std::int64_t>(ids.size()) < budget && q.executeStep()) {
+    const SQLite::Column tag = q.getColumn(1);
+    if ((*is_member)(std::string_view(tag.getText(), static_cast<std::size_t>(tag.getBytes())))) {
+      ids.push_back(q.getColumn(0).getInt64());
     }
   }
-  const std::string fun_globs = Globs(retention.jobs_by_fun);
-  for (std::size_t i = 0; i < retention.jobs_by_fun.size() && budget > 0; ++i) {
-    if (!retention.jobs_by_fun[i].before) continue;
-    DeleteOldJobs(*retention.jobs_by_fun[i].before, "brine_first_match(?4, fun) = " + std::to_string(i), fun_globs,
-                  budget, result);
+  q.reset();
+  SQLite::Statement del(*db_, "DELETE FROM event WHERE id = ?");
+  std::int64_t n = 0;
+  for (const std::int64_t id : ids) {
+    del.bind(1, id);
+    n += del.exec();
+    del.reset();
   }
-  if (retention.jobs_before && budget > 0) {
-    DeleteOldJobs(*retention.jobs_before, retention.jobs_by_fun.empty() ? "" : "brine_first_match(?4, fun) = -1",
-                  fun_globs, budget, result);
-  }
-  result.more = budget <= 0;
-  return result;
+  return n;
+}
+
+std::int64_t SqliteBackend::DeleteOldQuarantine(Micros before, std::int64_t budget) {
+  return DeleteOlderRows("quarantine", ToUnixMicros(before), budget);
 }
 
 CleanResult SqliteBackend::PruneOldest(std::int64_t bytes, std::int64_t max_rows) {
@@ -99,48 +97,45 @@ std::int64_t SqliteBackend::UsedBytes() {
   });
 }
 
-std::string SqliteBackend::Globs(const std::vector<RetentionRule>& rules) {
-  Value list = Value::EmptyList();
-  for (const RetentionRule& r : rules) list.as_list().emplace_back(r.glob);
-  return ToJson(list);
-}
-
-// Deletes the oldest rows of `table` before `cut` for which `condition`
-// (SQL; ?3 is `globs`) holds, at most `budget`.
-std::int64_t SqliteBackend::DeleteOlderRows(const std::string& table, std::int64_t cut,
-                                            std::int64_t budget, const std::string& condition,
-                                            const std::string& globs) {
-  SQLite::Statement q(*db_, "DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table + " WHERE id < ?1" +
-                                (condition.empty() ? "" : " AND " + condition) + " ORDER BY id LIMIT ?2)");
+// Deletes the oldest rows of `table` before `cut`, at most `budget`.
+std::int64_t SqliteBackend::DeleteOlderRows(const std::string& table, std::int64_t cut, std::int64_t budget) {
+  SQLite::Statement q(*db_, "DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table +
+                                " WHERE id < ?1 ORDER BY id LIMIT ?2)");
   q.bind(1, cut);
   q.bind(2, budget);
-  if (!condition.empty()) q.bind(3, globs);
   return q.exec();
 }
 
-// Deletes jobs older than `before` for which `condition` (SQL over job; ?4
-// is `globs`) holds, with their returns and expected minions.
-void SqliteBackend::DeleteOldJobs(Micros before, const std::string& condition,
-                                  const std::string& globs, std::int64_t& budget,
+void SqliteBackend::DeleteOldJobs(Micros before, const JobClass& job_class, std::int64_t& budget,
                                   CleanResult& result) {
+  // The class as SQL selects it exactly: fun IN (...), or NULL or NOT IN.
+  std::string condition;
+  if (!job_class.all && !(job_class.others && job_class.funs.empty())) {
+    std::string list;
+    for (std::size_t i = 0; i < job_class.funs.size(); ++i) list += (i == 0 ? "?" : ", ?") + std::to_string(i + 4);
+    condition = job_class.others ? " AND (fun IS NULL OR fun NOT IN (" + list + "))" : " AND fun IN (" + list + ")";
+  }
   // Jids that name a time are UTC times, so their text order is time
   // order; every other jid (rare, hand-made: "req", "12345", "0") ages by
   // when brine first saw it. A numeric jid that is not a time sorts before
   // every real one, so the digit test alone would delete it at once.
-  // (AND evaluates left to right: the function runs only on candidates.)
-  const std::string and_condition = condition.empty() ? "" : " AND " + condition;
   SQLite::Statement pick(*db_,
-                         "SELECT id FROM job WHERE jid < ?1 AND jid GLOB '[0-9]*' AND brine_jid_is_time(jid)" +
-                             and_condition +
-                             " UNION ALL SELECT id FROM job WHERE seen_us < ?2"
+                         "SELECT id, fun FROM job WHERE jid < ?1 AND jid GLOB '[0-9]*' AND brine_jid_is_time(jid)" +
+                             condition +
+                             " UNION ALL SELECT id, fun FROM job WHERE seen_us < ?2"
                              " AND NOT (jid GLOB '[0-9]*' AND brine_jid_is_time(jid))" +
-                             and_condition + " LIMIT ?3");
+                             condition + " LIMIT ?3");
   pick.bind(1, FormatJid(before));
   pick.bind(2, ToUnixMicros(before));
   pick.bind(3, budget);
-  if (!condition.empty()) pick.bind(4, globs);
+  for (std::size_t i = 0; i < job_class.funs.size(); ++i) pick.bind(static_cast<int>(i + 4), job_class.funs[i]);
   std::vector<std::int64_t> ids;
-  while (pick.executeStep()) ids.push_back(pick.getColumn(0).getInt64());
+  while (pick.executeStep()) {
+    const SQLite::Column fun = pick.getColumn(1);
+    const auto fun_text = fun.isNull() ? std::nullopt : std::optional(std::string_view(fun.getText(),
+                                                                                       static_cast<std::size_t>(fun.getBytes())));
+    if (job_class.is_member(fun_text)) ids.push_back(pick.getColumn(0).getInt64());
+  }
   pick.reset();
   for (std::int64_t id : ids) {
     if (budget <= 0) break;

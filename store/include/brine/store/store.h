@@ -129,6 +129,14 @@ struct JobRecord {
   // instead of `load` and `metadata` (left null).
   std::string load_json;
   std::optional<std::string> metadata_json;
+  // With JobFilter::with_counts: the job's minions by outcome.
+  struct MinionCounts {
+    std::int64_t expected = 0;  // minions the publish (or a stub) named
+    std::int64_t returned = 0;  // minions with a stored return
+    std::int64_t failed = 0;    // of those, retcode not 0 or success false
+    std::int64_t missing = 0;   // expected minions without a return
+  };
+  std::optional<MinionCounts> counts;
 };
 
 // What GetJids selects. Every condition given must hold (AND).
@@ -155,6 +163,28 @@ struct JobFilter {
   // Hand out the load and metadata as JSON text (JobRecord::load_json,
   // metadata_json), for a listing that copies them into its output.
   bool json_text = false;
+  // For a page of a listing, newest first (brine-run sets none of these):
+  // only jids before this one (exclusive), so a page of `limit` jobs goes on
+  // from the last page's oldest jid (keyset paging);
+  std::optional<std::string> jid_before;
+  // only jobs whose load's `user` is this string;
+  std::optional<std::string> user;
+  // only jobs that expected this minion or hold a return from it;
+  std::optional<std::string> minion;
+  // and with each job's minion counts (JobRecord::counts).
+  bool with_counts = false;
+  // ListJobs only: stop once this much time has gone (a partial page).
+  std::optional<std::chrono::milliseconds> time_budget;
+};
+
+// What ListJobs found.
+struct JobPage {
+  std::vector<JobRecord> jobs;  // oldest first, as GetJids
+  // False when JobFilter::time_budget ran out first: `jobs` are those found
+  // until then, and `reached` is the last jid looked at (the listing reads
+  // oldest first, or newest first with a limit, and got that far).
+  bool complete = true;
+  std::optional<std::string> reached;
 };
 
 // What the job cache keeps of one job, whole, for brine.export (ForEachStoredJob).
@@ -500,6 +530,9 @@ class Store {
   // record in jid order while the read transaction is open (so it must not
   // call back into this Store). Exceptions from `fn` propagate.
   virtual void ForEachJob(const JobFilter& filter, const std::function<void(JobRecord&&)>& fn) = 0;
+  // GetJids within filter.time_budget (none: the whole answer), saying how
+  // far it got when the budget ran out.
+  [[nodiscard]] virtual JobPage ListJobs(const JobFilter& filter) = 0;
   // The newest `count` jobs, oldest first, without saltutil.find_job when asked.
   enum class FindJobs { kKeep, kDrop };
   [[nodiscard]] virtual std::vector<JobRecord> GetJidsFilter(std::size_t count,

@@ -1,0 +1,163 @@
+// JobQuery (job_query.h): GetJids' filters, once for every backend.
+#include "job_query.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include "brine/core/glob.h"
+#include "brine/core/json.h"
+
+namespace brine::store::detail {
+namespace {
+
+bool AnyMatch(const std::vector<std::string>& globs, std::string_view text) {
+  return std::any_of(globs.begin(), globs.end(), [&](const std::string& g) { return FnMatch(g, text); });
+}
+
+bool AllLiteral(const std::vector<std::string>& globs) {
+  return std::all_of(globs.begin(), globs.end(), [](const std::string& g) { return IsLiteralGlob(g); });
+}
+
+// The text of `glob` before its first metacharacter: every name the glob
+// matches starts with it.
+std::string_view LiteralPrefix(std::string_view glob) { return glob.substr(0, glob.find_first_of("*?[")); }
+
+// The load's tgt (a string, or a list whose string elements are tried in
+// turn) matches any glob.
+bool TargetMatches(const std::vector<std::string>& globs, const Value& load) {
+  const Value* tgt = load.Find("tgt");
+  if (tgt == nullptr) return false;
+  if (tgt->is_string()) return AnyMatch(globs, tgt->as_string());
+  if (!tgt->is_list()) return false;
+  return std::any_of(tgt->as_list().begin(), tgt->as_list().end(),
+                     [&](const Value& t) { return t.is_string() && AnyMatch(globs, t.as_string()); });
+}
+
+// Salt's search_metadata: any key of `wanted` present in `metadata` with an equal value.
+bool MetadataMatches(const Value& wanted, const Value& metadata) {
+  if (!wanted.is_map()) return false;
+  return std::any_of(wanted.as_map().begin(), wanted.as_map().end(), [&](const auto& kv) {
+    const Value* have = metadata.Find(kv.first);
+    return have != nullptr && *have == kv.second;
+  });
+}
+
+// True when every row that `pushdown` selects passes `filter`, so SQL may apply the limit.
+bool PushdownIsExact(const JobFilter& filter) {
+  return AllLiteral(filter.function_globs) && filter.target_globs.empty() && !filter.metadata && !filter.user;
+}
+
+}  // namespace
+
+std::string LikeEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    if (c == '%' || c == '_' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+JobPushdown PushdownOf(const JobFilter& filter) {
+  JobPushdown p;
+  p.jid_min = filter.jid_min;
+  p.jid_max = filter.jid_max;
+  p.jid_before = filter.jid_before;
+  p.minion = filter.minion;
+  if (AllLiteral(filter.function_globs)) {
+    p.fun_in = filter.function_globs;
+  } else {
+    const bool prefixed = std::all_of(filter.function_globs.begin(), filter.function_globs.end(),
+                                      [](const std::string& g) { return !LiteralPrefix(g).empty(); });
+    if (prefixed) {
+      for (const std::string& g : filter.function_globs) {
+        const bool literal = IsLiteralGlob(g);
+        p.fun_patterns.push_back({.text = std::string(literal ? std::string_view(g) : LiteralPrefix(g)),
+                                  .prefix = !literal});
+      }
+    }
+  }
+  p.exclude_functions = filter.exclude_functions;
+  p.has_returns = filter.has_returns;
+  p.has_failures = filter.has_failures;
+  p.newest_first = filter.limit.has_value();
+  p.counts = filter.with_counts;
+  if (filter.limit && PushdownIsExact(filter)) p.limit = filter.limit;
+  return p;
+}
+
+JobPage RunJobQuery(const JobFilter& filter, const JobRowSource& source, const std::function<void(JobRecord&&)>& fn) {
+  JobPage page;
+  if (filter.limit && *filter.limit == 0) return page;
+  const JobPushdown pushdown = PushdownOf(filter);
+  std::exception_ptr caller_failure;
+  std::vector<JobRecord> newest;
+  using Clock = std::chrono::steady_clock;
+  const std::optional<Clock::time_point> deadline =
+      filter.time_budget ? std::optional(Clock::now() + *filter.time_budget) : std::nullopt;
+  source(pushdown, [&](const JobRow& row) {
+    if (deadline && Clock::now() >= *deadline) {
+      page.complete = false;
+      return false;
+    }
+    page.reached = std::string(row.jid);
+    // Every predicate again, by core's rules: the pushdown only narrows.
+    if (filter.jid_min && row.jid < *filter.jid_min) return true;
+    if (filter.jid_max && row.jid > *filter.jid_max) return true;
+    if (filter.jid_before && row.jid >= *filter.jid_before) return true;
+    if (!filter.function_globs.empty() && (!row.fun || !AnyMatch(filter.function_globs, *row.fun))) return true;
+    for (const std::string& f : filter.exclude_functions) {
+      if (row.fun && *row.fun == f) return true;
+    }
+    std::optional<Value> load;
+    if (!filter.target_globs.empty() || filter.user) {
+      load = ParseJson(row.load);
+      if (!filter.target_globs.empty() && !TargetMatches(filter.target_globs, *load)) return true;
+      if (filter.user) {
+        const std::string* user = load->FindString("user");
+        if (user == nullptr || *user != *filter.user) return true;
+      }
+    }
+    std::optional<Value> metadata;
+    if (filter.metadata) {
+      if (!row.metadata) return true;
+      metadata = ParseJson(*row.metadata);
+      if (!MetadataMatches(*filter.metadata, *metadata)) return true;
+    }
+    JobRecord r;
+    r.jid = row.jid;
+    if (filter.json_text) {
+      r.load_json = row.load;
+      if (row.metadata) r.metadata_json = std::string(*row.metadata);
+    } else {
+      r.load = load ? std::move(*load) : ParseJson(row.load);
+      if (metadata) {
+        r.metadata = std::move(*metadata);
+      } else if (row.metadata) {
+        r.metadata = ParseJson(*row.metadata);
+      }
+    }
+    if (row.endtime) r.endtime = std::string(*row.endtime);
+    if (filter.with_counts) r.counts = row.counts;
+    if (filter.limit) {
+      newest.push_back(std::move(r));
+      return newest.size() < *filter.limit;
+    }
+    try {
+      fn(std::move(r));
+      return true;
+    } catch (...) {
+      caller_failure = std::current_exception();
+      return false;
+    }
+  });
+  if (caller_failure) std::rethrow_exception(caller_failure);
+  // Newest first from the index, handed out oldest first.
+  for (auto it = newest.rbegin(); it != newest.rend(); ++it) fn(std::move(*it));
+  if (page.complete) page.reached.reset();
+  return page;
+}
+
+}  // namespace brine::store::detail
