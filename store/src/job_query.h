@@ -65,6 +65,23 @@ using JobRowSource = std::function<void(const JobPushdown& pushdown, const std::
 // (write `LIKE ? ESCAPE '\'`): `%`, `_` and `\` are escaped.
 [[nodiscard]] std::string LikeEscape(std::string_view text);
 
+// What the two SQL dialects spell differently in a pushdown's statement.
+struct SqlDialect {
+  std::string (*placeholder)(std::size_t n);  // the n-th parameter (1-based): "?" or "$n"
+  std::string_view false_literal;             // "0" or "false"
+  std::string_view null_safe_not_equal;       // "IS NOT" or "IS DISTINCT FROM"
+};
+
+// The SELECT a backend runs for `pushdown`: columns jid, fun, load, metadata,
+// endtime and, with pushdown.counts, expected, returned, failed and missing;
+// `binds` are the text parameters in order. Both backends run this text, so
+// a pushdown means the same rows on either.
+struct JobRowsSql {
+  std::string sql;
+  std::vector<std::string> binds;
+};
+[[nodiscard]] JobRowsSql BuildJobRowsSql(const JobPushdown& pushdown, const SqlDialect& dialect);
+
 // Store::ForEachJob over `source`: `fn` sees each record in jid order.
 // Exceptions from `fn` propagate untranslated once the read is over.
 // With filter.time_budget, stops once it has gone: the answer says how far
