@@ -94,6 +94,7 @@ JobPage RunJobQuery(const JobFilter& filter, const JobRowSource& source, const s
   const JobPushdown pushdown = PushdownOf(filter);
   std::exception_ptr caller_failure;
   std::vector<JobRecord> newest;
+  std::string reached;  // the last jid seen, kept in one buffer (a string per row costs an allocation)
   using Clock = std::chrono::steady_clock;
   const std::optional<Clock::time_point> deadline =
       filter.time_budget ? std::optional(Clock::now() + *filter.time_budget) : std::nullopt;
@@ -102,7 +103,7 @@ JobPage RunJobQuery(const JobFilter& filter, const JobRowSource& source, const s
       page.complete = false;
       return false;
     }
-    page.reached = std::string(row.jid);
+    reached.assign(row.jid);
     // Every predicate again, by core's rules: the pushdown only narrows.
     if (filter.jid_min && row.jid < *filter.jid_min) return true;
     if (filter.jid_max && row.jid > *filter.jid_max) return true;
@@ -156,7 +157,7 @@ JobPage RunJobQuery(const JobFilter& filter, const JobRowSource& source, const s
   if (caller_failure) std::rethrow_exception(caller_failure);
   // Newest first from the index, handed out oldest first.
   for (auto it = newest.rbegin(); it != newest.rend(); ++it) fn(std::move(*it));
-  if (page.complete) page.reached.reset();
+  if (!page.complete && !reached.empty()) page.reached = std::move(reached);
   return page;
 }
 

@@ -4,7 +4,10 @@
 // store errors; statements are reset so no snapshot is kept).
 #include "sqlite_backend.h"
 
+#include <sqlite3.h>
+
 #include <exception>
+#include <memory>
 
 #include "brine/core/jid.h"
 #include "migrations.h"
@@ -148,19 +151,32 @@ void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::functi
     static constexpr SqlDialect kSqlite{
         .placeholder = [](std::size_t) { return std::string("?"); }, .false_literal = "0", .null_safe_not_equal = "IS NOT"};
     const JobRowsSql built = BuildJobRowsSql(pushdown, kSqlite);
-    SQLite::Statement q(*db_, built.sql);
-    for (std::size_t i = 0; i < built.binds.size(); ++i) q.bind(static_cast<int>(i + 1), built.binds[i]);
-    const auto text_of = [&](int i) -> std::optional<std::string_view> {
-      const SQLite::Column c = q.getColumn(i);
-      if (c.isNull()) return std::nullopt;
-      return std::string_view(c.getText(), static_cast<std::size_t>(c.getBytes()));
+    // Prepared with sqlite3's own calls: SQLiteCpp's Column costs a
+    // shared_ptr copy per field, and this loop runs once per job listed.
+    sqlite3* const handle = db_->getHandle();
+    sqlite3_stmt* raw = nullptr;
+    if (const int rc = sqlite3_prepare_v2(handle, built.sql.c_str(), -1, &raw, nullptr); rc != SQLITE_OK) {
+      throw SQLite::Exception(handle, rc);
+    }
+    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+    for (std::size_t i = 0; i < built.binds.size(); ++i) {
+      sqlite3_bind_text(raw, static_cast<int>(i + 1), built.binds[i].data(), static_cast<int>(built.binds[i].size()),
+                        SQLITE_STATIC);
+    }
+    const auto text_of = [raw](int i) -> std::optional<std::string_view> {
+      const unsigned char* text = sqlite3_column_text(raw, i);
+      if (text == nullptr) return std::nullopt;
+      return std::string_view(reinterpret_cast<const char*>(text), static_cast<std::size_t>(sqlite3_column_bytes(raw, i)));
     };
-    while (q.executeStep()) {
+    while (true) {
+      const int rc = sqlite3_step(raw);
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) throw SQLite::Exception(handle, rc);
       JobRow r{.jid = *text_of(0), .fun = text_of(1), .load = *text_of(2), .metadata = text_of(3),
                .endtime = text_of(4)};
       if (pushdown.counts) {
-        r.counts = {.expected = q.getColumn(5).getInt64(), .returned = q.getColumn(6).getInt64(),
-                    .failed = q.getColumn(7).getInt64(), .missing = q.getColumn(8).getInt64()};
+        r.counts = {.expected = sqlite3_column_int64(raw, 5), .returned = sqlite3_column_int64(raw, 6),
+                    .failed = sqlite3_column_int64(raw, 7), .missing = sqlite3_column_int64(raw, 8)};
       }
       if (!row(r)) break;
     }
