@@ -33,13 +33,21 @@ SELECT jid, fun, retcode FROM salt_returns WHERE id = :minion ORDER BY jid DESC 
 SELECT id, seconds_after_start FROM salt_returns WHERE jid = :jid
 ORDER BY seconds_after_start DESC LIMIT 10;
 
--- q: events by tag (plain salt_events)
--- scans: SCAN e
-SELECT id, tag FROM salt_events WHERE tag = 'salt/auth';
+-- The tag questions ask tagged_events, salt_events' half whose tags are
+-- stored (the same rows for any tag but a return's): on salt_events itself a
+-- tag predicate walks every return event, whose tag is rebuilt, not stored
+-- (0012_event_tag_views; docs/schema.md, "Tag queries").
+-- q: events by tag (tagged_events)
+SELECT id, tag FROM tagged_events WHERE tag = 'salt/auth';
 
--- q: events by tag prefix, GLOB (plain salt_events)
--- scans: SCAN e
-SELECT id, tag FROM salt_events WHERE tag GLOB 'salt/auth*';
+-- q: events by tag prefix, GLOB (tagged_events)
+SELECT id, tag FROM tagged_events WHERE tag GLOB 'salt/auth*';
+
+-- q: a return event by jid and minion (return_events)
+SELECT id, tag FROM return_events WHERE jid = :jid AND minion = :minion;
+
+-- q: a job's return events (return_events)
+SELECT id, minion FROM return_events WHERE jid = :jid;
 
 -- q: events by arrival window (plain salt_events)
 SELECT id, tag FROM salt_events WHERE id >= :since_us;
