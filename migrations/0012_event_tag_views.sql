@@ -24,8 +24,13 @@
 --     job's jid and minion's name, then of the job's events (event_job): a
 --     return event's job is its return's (the store keeps that, see
 --     kDetachEvents), which the view states so the planner can use it.
--- salt_events stays as 0006 made it, though its first half is tagged_events
--- word for word: as a UNION ALL of views SQLite runs it as a co-routine that
+-- Both name the master through a scalar subquery rather than a join, so a
+-- query that does not ask for `master_id` does not read it: `SELECT id, tag
+-- FROM tagged_events WHERE tag = ...` is then index-only (event_tag holds the
+-- tag and the key), not a read of each event's row (with the join, 20,188
+-- salt/auth events took 165.8 ms on the 10M-return store).
+-- salt_events stays as 0006 made it, though its first half holds tagged_events
+-- rows: as a UNION ALL of views SQLite would run it as a co-routine that
 -- builds every row's data (0006's note), and its return half has no job link,
 -- so an arrival window (`id >= ...`) stays a range of the event table's key,
 -- where return_events' link lets the planner walk the jobs instead.
@@ -39,9 +44,8 @@ SELECT e.id AS id,
                FROM ret AS r WHERE r.id = e.ret_id)
        END AS data,
        strftime('%Y-%m-%d %H:%M:%f', e.id / 1000000.0, 'unixepoch') AS alter_time,
-       ms.name AS master_id
+       (SELECT ms.name FROM master AS ms WHERE ms.id = e.master_id) AS master_id
 FROM event AS e
-JOIN master AS ms ON ms.id = e.master_id
 WHERE e.tag IS NOT NULL;
 
 CREATE VIEW return_events AS
@@ -49,11 +53,10 @@ SELECT e.id AS id,
        CAST('salt/job/' || j.jid || '/ret/' || m.name AS TEXT) AS tag,
        CASE WHEN e.stamp IS NULL THEN r.full_ret ELSE json_set(r.full_ret, '$._stamp', e.stamp) END AS data,
        strftime('%Y-%m-%d %H:%M:%f', e.id / 1000000.0, 'unixepoch') AS alter_time,
-       ms.name AS master_id,
+       (SELECT ms.name FROM master AS ms WHERE ms.id = e.master_id) AS master_id,
        j.jid AS jid,
        m.name AS minion
 FROM event AS e
-JOIN master AS ms ON ms.id = e.master_id
 JOIN ret AS r ON r.id = e.ret_id
 JOIN job AS j ON j.id = r.job_id
 JOIN minion AS m ON m.id = r.minion_id

@@ -309,10 +309,10 @@ TEST_CASE("query plans: tagged_events and return_events answer tags, jids and mi
     int rows;
   };
   const std::vector<Case> cases = {
-      {"SELECT tag FROM tagged_events WHERE tag = 'salt/auth'", "SEARCH e USING INDEX event_tag (tag=?)", "salt/auth", 60},
-      {"SELECT tag FROM tagged_events WHERE tag GLOB 'salt/auth*'", "SEARCH e USING INDEX event_tag (tag>? AND tag<?)",
+      {"SELECT tag FROM tagged_events WHERE tag = 'salt/auth'", "USING COVERING INDEX event_tag (tag=?)", "salt/auth", 60},
+      {"SELECT tag FROM tagged_events WHERE tag GLOB 'salt/auth*'", "USING COVERING INDEX event_tag (tag>? AND tag<?)",
        "salt/auth", 60},
-      {"SELECT tag FROM tagged_events WHERE tag GLOB 'salt/minion/?*/start'", "SEARCH e USING INDEX event_tag (tag>? AND tag<?)",
+      {"SELECT tag FROM tagged_events WHERE tag GLOB 'salt/minion/?*/start'", "USING COVERING INDEX event_tag (tag>? AND tag<?)",
        "salt/minion/minion-1/start", 60},
       {"SELECT tag FROM return_events WHERE jid = '" + jid + "' AND minion = 'minion-7'",
        "SEARCH e USING INDEX event_job (job_id=?)", "salt/job/" + jid + "/ret/minion-7", 1},

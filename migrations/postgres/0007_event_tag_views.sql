@@ -29,9 +29,8 @@ SELECT e.id AS id,
                FROM ret AS r WHERE r.id = e.ret_id)
        END AS data,
        e.received AS alter_time,
-       ms.name::varchar(255) AS master_id
+       (SELECT ms.name::varchar(255) FROM master AS ms WHERE ms.id = e.master_id) AS master_id
 FROM event AS e
-JOIN master AS ms ON ms.id = e.master_id
 WHERE e.tag IS NOT NULL;
 
 CREATE VIEW return_events AS
@@ -40,11 +39,10 @@ SELECT e.id AS id,
        CASE WHEN e.stamp IS NULL THEN brine_jsonb(r.full_ret)
             ELSE jsonb_set(brine_jsonb(r.full_ret), '{_stamp}', to_jsonb(e.stamp)) END AS data,
        e.received AS alter_time,
-       ms.name::varchar(255) AS master_id,
+       (SELECT ms.name::varchar(255) FROM master AS ms WHERE ms.id = e.master_id) AS master_id,
        j.jid AS jid,
        m.name AS minion
 FROM event AS e
-JOIN master AS ms ON ms.id = e.master_id
 JOIN ret AS r ON r.id = e.ret_id
 JOIN job AS j ON j.id = r.job_id
 JOIN minion AS m ON m.id = r.minion_id
