@@ -8,7 +8,7 @@
 --     whatever the tag. The presence reads (`tag = ... AND job_id IS NULL`)
 --     still use it: an equality implies `tag IS NOT NULL`. Two entries more
 --     per job; the index is rebuilt on every event partition, inside the
---     migration's transaction (docs/upgrading.md has the time it takes).
+--     migration's transaction (docs/master.md's upgrade notes time it).
 --   * tagged_events: the events whose tag is stored, salt_events' columns
 --     (the tag as text, so the index matches it: salt_events' varchar(255) is
 --     a length check PostgreSQL does not see through).
