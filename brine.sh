@@ -168,8 +168,8 @@ bench() {
     ./build/bin/query_bench --jobs 1000000 --store "$store"
   run_bench "forensic_bench: the forensic questions in SQL on the query store, warm and cold, with their plans" \
     ./build/bin/forensic_bench --store "$store"
-  run_bench "ingest_bench: $events events at full speed beside a prepared-statement baseline, then on a copy of the query store, then latency at 10k events/s" \
-    ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30
+  run_bench "ingest_bench: $events events at full speed beside a prepared-statement baseline, then on a copy of the query store, then latency at 10k events/s, alone and beside a brine.sql loop" \
+    ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30 --latency-sql 1
   run_bench "bigret_bench: jobs.lookup_jid of a 50 MB string and of a 50 MB dict" ./build/bin/bigret_bench
   run_bench "queue_bench: queue insert and pop rates" ./build/bin/queue_bench
   # pg_bench's server lives in TMPDIR: /var/tmp, for the 1M-job store (~10 GB with its WAL).

@@ -46,8 +46,15 @@
 // once it is visible, goes straight to the next; a figure is thus at most a
 // poll interval plus one GetJid late.
 //
+// latency beside brine.sql (--latency-sql 1): the latency run again, on a
+// fresh master, while one thread runs `brine-run brine.sql` back to back (a
+// one-hour failed_returns window, then one job's returns through
+// salt_returns, in turn): what ad-hoc SQL on a live store adds to the commit
+// lag (issue 27's target: < 100 ms at p99 at 10,000 events/s).
+//
 // usage: ingest_bench [--events N | --jobs N] [--window N] [--minions N]
 //                     [--prefilled DIR] [--queries 0|1] [--latency SECONDS] [--latency-rate N]
+//                     [--latency-sql 0|1]
 //                     [--bin DIR] [--keep DIR]
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
@@ -105,6 +112,7 @@ struct Args {
   bool queries = true;
   double latency_s = 30;
   int latency_rate = 10000;
+  bool latency_sql = false;
   fs::path bin = fs::path(BRINE_BIN_DIR);
   fs::path keep;
 };
@@ -217,24 +225,22 @@ IngestResult Ingest(const Master& master, const Stream& stream, std::size_t coun
   return r;
 }
 
-// brine-run back to back on `master`'s config until Stop(), list_jobs and
-// lookup_jid of `jid` in turn, output to a file. A query that fails ends the
-// loop (Stop() then says which); the bench stops its master and fails.
+// brine-run back to back on `master`'s config until Stop(), each of
+// `commands` (brine-run's arguments after the config) in turn, output to a
+// file. A query that fails ends the loop (Stop() then says which); the bench
+// stops its master and fails.
 class QueryLoop {
  public:
-  QueryLoop(const fs::path& exe, const Master& master, std::string jid)
+  QueryLoop(const fs::path& exe, const Master& master, std::vector<std::vector<std::string>> commands)
       : thread_([this, exe = exe.string(), conf = (master.dir / "conf").string(),
-                 out = (master.dir / "query.out").string(), jid = std::move(jid)] {
-          for (int i = 0; !stop_; ++i) {
+                 out = (master.dir / "query.out").string(), commands = std::move(commands)] {
+          for (std::size_t i = 0; !stop_; ++i) {
+            const auto& command = commands[i % commands.size()];
             std::vector<std::string> argv = {exe, "-c", conf, "--out=json"};
-            if (i % 2 == 0) {
-              argv.insert(argv.end(), {"jobs.list_jobs", "search_function=cmd.*", "limit=50"});
-            } else {
-              argv.insert(argv.end(), {"jobs.lookup_jid", jid});
-            }
+            argv.insert(argv.end(), command.begin(), command.end());
             const int status = Run(argv, out);
             if (status != 0) {
-              failure_ = argv[4] + " exited with status " + std::to_string(status);
+              failure_ = command.front() + " exited with status " + std::to_string(status);
               return;
             }
             ++count_;
@@ -432,6 +438,7 @@ int main(int argc, char** argv) {
     else if (k == "--queries") args.queries = std::stoi(argv[i + 1]) != 0;
     else if (k == "--latency") args.latency_s = std::stod(argv[i + 1]);
     else if (k == "--latency-rate") args.latency_rate = std::stoi(argv[i + 1]);
+    else if (k == "--latency-sql") args.latency_sql = std::stoi(argv[i + 1]) != 0;
     else if (k == "--bin") args.bin = argv[i + 1];
     else if (k == "--keep") args.keep = argv[i + 1];
     else {
@@ -509,7 +516,9 @@ int main(int argc, char** argv) {
     // brine-run from --bin when it has one (a wrapper dir may hold brine-master alone).
     const fs::path run = fs::exists(args.bin / "brine-run") ? args.bin / "brine-run" : fs::path(BRINE_BIN_DIR) / "brine-run";
     {
-      QueryLoop loop(run, m, stream.samples.front().jid);
+      QueryLoop loop(run, m,
+                     {{"jobs.list_jobs", "search_function=cmd.*", "limit=50"},
+                      {"jobs.lookup_jid", stream.samples.front().jid}});
       queried = Ingest(m, stream, pre_count, static_cast<long>(pre_count));
       std::tie(query_count, query_failure) = loop.Stop();
     }
@@ -526,25 +535,52 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::optional<LatencyResult> lat;
-  if (args.latency_s > 0) {
+  // A latency run on a fresh master; with `sql`, beside a brine.sql loop
+  // (the queries run, or the one that failed, in sql_count/sql_failure).
+  int sql_count = 0;
+  std::string sql_failure;
+  const auto latency_run = [&](const char* name, bool sql) {
     const long lat_jobs = std::max(1L, static_cast<long>(args.latency_s * args.latency_rate) / kEventsPerJob);
-    std::fprintf(stderr, "latency: %ld jobs at %d events/s...\n", lat_jobs, args.latency_rate);
+    std::fprintf(stderr, "%s: %ld jobs at %d events/s...\n", name, lat_jobs, args.latency_rate);
     const Stream ls = BuildStream(lat_jobs, args.minions, args.returns_per_job,
                                   brine::SystemClock().Now() + std::chrono::hours(1));
-    const Master m = StartMaster(args, dir / "latency");
-    lat = MeasureLatency(m, ls, args.latency_rate);
+    const Master m = StartMaster(args, dir / name);
+    LatencyResult r;
+    if (sql) {
+      const fs::path run =
+          fs::exists(args.bin / "brine-run") ? args.bin / "brine-run" : fs::path(BRINE_BIN_DIR) / "brine-run";
+      QueryLoop loop(run, m,
+                     {{"brine.sql", "SELECT jid, minion, fun, retcode FROM failed_returns"
+                                    " WHERE recv_time >= datetime('now', '-1 hour')"},
+                      {"brine.sql", "SELECT id, retcode, seconds_after_start FROM salt_returns WHERE jid = :jid",
+                       "jid=" + ls.samples.front().jid}});
+      r = MeasureLatency(m, ls, args.latency_rate);
+      std::tie(sql_count, sql_failure) = loop.Stop();
+    } else {
+      r = MeasureLatency(m, ls, args.latency_rate);
+    }
     // The counters catch up within a flush interval of the last send.
     Counters counters(m.db());
     for (int i = 0; i < 500 && counters.Get("received") < static_cast<std::int64_t>(ls.size()); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    lat->received = counters.Get("received");
+    r.received = counters.Get("received");
     StopMaster(m);
-    if (args.keep.empty()) fs::remove_all(dir / "latency");
-    if (lat->lost > 0 || lat->received != static_cast<std::int64_t>(ls.size())) {
-      std::fprintf(stderr, "ingest_bench: LOST DATA in the latency run: %zu samples never visible, %lld of %zu received\n",
-                   lat->lost, static_cast<long long>(lat->received), ls.size());
+    if (args.keep.empty()) fs::remove_all(dir / name);
+    if (r.lost > 0 || r.received != static_cast<std::int64_t>(ls.size())) {
+      std::fprintf(stderr, "ingest_bench: LOST DATA in the %s run: %zu samples never visible, %lld of %zu received\n",
+                   name, r.lost, static_cast<long long>(r.received), ls.size());
+      lost = true;
+    }
+    return r;
+  };
+  std::optional<LatencyResult> lat;
+  std::optional<LatencyResult> lat_sql;
+  if (args.latency_s > 0) lat = latency_run("latency", false);
+  if (args.latency_s > 0 && args.latency_sql) {
+    lat_sql = latency_run("latency-sql", true);
+    if (!sql_failure.empty()) {
+      std::fprintf(stderr, "ingest_bench: a brine.sql query beside ingest failed: %s\n", sql_failure.c_str());
       lost = true;
     }
   }
@@ -606,6 +642,17 @@ int main(int argc, char** argv) {
                 "\"p99_ms\":%.2f,\"max_ms\":%.2f}\n",
                 args.latency_rate, lat->seconds, lat->ms.size(), Percentile(lat->ms, 0.5), Percentile(lat->ms, 0.99),
                 lat->ms.empty() ? -1.0 : lat->ms.back());
+  }
+  if (lat && lat_sql && sql_failure.empty()) {
+    const double p99 = Percentile(lat_sql->ms, 0.99);
+    std::printf("  the same beside a brine.sql loop (%d queries, none failed): p50 %.1f ms, p99 %.1f ms, max %.1f ms;"
+                " p99 %+.1f ms over the run without it\n",
+                sql_count, Percentile(lat_sql->ms, 0.5), p99, lat_sql->ms.empty() ? -1.0 : lat_sql->ms.back(),
+                p99 - Percentile(lat->ms, 0.99));
+    std::printf("{\"bench\":\"ingest_latency_sql\",\"rate\":%d,\"seconds\":%.1f,\"samples\":%zu,\"queries\":%d,"
+                "\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,\"p99_over_plain_ms\":%.2f}\n",
+                args.latency_rate, lat_sql->seconds, lat_sql->ms.size(), sql_count, Percentile(lat_sql->ms, 0.5), p99,
+                lat_sql->ms.empty() ? -1.0 : lat_sql->ms.back(), p99 - Percentile(lat->ms, 0.99));
   }
   if (args.keep.empty()) fs::remove_all(dir);
   return lost ? 1 : 0;

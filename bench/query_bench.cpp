@@ -247,6 +247,8 @@ int main(int argc, char** argv) {
       {"lookup_jid, 10 returns", {"jobs.lookup_jid", built.small_jid, "--out", "json"}},
       {"lookup_jid, 10,000 returns", {"jobs.lookup_jid", built.big_jid, "--out", "json"}},
       {"list_jobs_filter count=50", {"jobs.list_jobs_filter", "50", "--out", "json"}},
+      // brine.sql as a whole process, start-up included (issue 27: <= 15 ms).
+      {"brine.sql, one row", {"brine.sql", "SELECT jid, fun FROM jids WHERE jid = :jid", "jid=" + built.small_jid, "--out", "json"}},
   };
   std::printf("query_bench: %ld jobs (+1 of 10,000 returns), store %.1f GB, median of %d runs\n", args.jobs,
               static_cast<double>(fs::file_size(db)) / 1e9, args.runs);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reads the benchmarks' JSON lines (stdin) and prints issue 7's and issue 15's
-figures beside their targets and Salt's reference figures. Prints; never fails on a figure."""
+figures (and issue 27's) beside their targets and Salt's reference figures. Prints; never fails on a figure."""
 import json
 import sys
 
@@ -47,7 +47,12 @@ if r:
 r = find("ingest_latency")
 if r:
     add("send-to-visible p50 / p99 ms @ %d/s" % r["rate"], "%.1f / %.1f" % (r["p50_ms"], r["p99_ms"]), "p99 < 150", "")
+r = find("ingest_latency_sql")
+if r:
+    add("send-to-visible p99 beside brine.sql (%d queries)" % r["queries"],
+        "%.1f ms (%+.1f)" % (r["p99_ms"], r["p99_over_plain_ms"]), "< +100 ms", "")
 targets = {
+    "brine.sql, one row": ("<= 0.015 s", ""),
     "list_jobs last 24h --out json": ("<= 0.2 s", "file cache 2.2 s; sqlite3 returner 1.0 s"),
     "list_jobs 1h window, search_function": ("<= 0.015 s", ""),
     "lookup_jid, 10,000 returns": ("<= 0.05 s", ""),

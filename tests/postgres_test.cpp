@@ -109,7 +109,7 @@ TEST_CASE("postgres: two masters starting at once migrate once, under the adviso
     starters.emplace_back([&, i] {
       try {
         auto s = OpenStore(uri, {.master_id = "master" + std::to_string(i)});
-        if (s->SchemaVersion() != 6) ++failures;
+        if (s->SchemaVersion() != 7) ++failures;
       } catch (const std::exception&) {
         ++failures;
       }
@@ -613,7 +613,7 @@ TEST_CASE("postgres: a store made before the job partitions keeps its rows, and 
                           " INSERT INTO job_minion VALUES (1, 1), (1, 2);"
                           " INSERT INTO ret (job_id, minion_id, recv, full_ret) VALUES (1, 1, now(), '" + ret_m1 + "')");
   auto s = OpenStore(uri, {.master_id = "m"});
-  REQUIRE(s->SchemaVersion() == 6);
+  REQUIRE(s->SchemaVersion() == 7);
   // 0004 filled the old job's start time and user from its jid and load.
   REQUIRE(server.Query(uri, "SELECT start_time, \"user\" FROM jids") == "2024-01-01 12:00:00.000001+00|alice\n");
   REQUIRE(server.Query(uri, "SELECT count(*), count(job_day) FROM ret_default") == "1|0\n");

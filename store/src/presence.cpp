@@ -49,8 +49,9 @@ constexpr Dialect kSqlite = {
     .changes = "SELECT data FROM event WHERE tag = 'salt/presence/change' AND id > :after ORDER BY id",
 };
 
-// event_tag is partial (job_id IS NULL) and text_pattern_ops on PostgreSQL:
-// each query repeats the predicate and spells a prefix as LIKE.
+// event_tag is partial (every stored tag since 0007; events without a job
+// before it) and text_pattern_ops on PostgreSQL: each query keeps
+// `job_id IS NULL` and spells a prefix as LIKE.
 constexpr Dialect kPostgres = {
     .minions = "SELECT m.name, (SELECT (extract(epoch FROM r.recv) * 1000000)::bigint FROM ret AS r"
                " WHERE r.minion_id = m.id ORDER BY r.job_id DESC LIMIT 1) FROM minion AS m",

@@ -16,7 +16,8 @@ const std::vector<std::string>& DocumentedViews() {
   // list against the page).
   static const std::vector<std::string> kViews = {
       "jids",           "jid_minions",        "jid_missing",           "brine_counters",
-      "salt_returns",   "salt_events",        "brine_api_v1_job",      "brine_api_v1_job_minion",
+      "salt_returns",   "salt_events",        "tagged_events",         "return_events",
+      "brine_api_v1_job", "brine_api_v1_job_minion",
       "brine_api_v1_return", "brine_api_v1_fun_latest", "brine_api_v1_returned_minion", "brine_api_v1_endtime",
       "failed_returns", "failed_states",      "minion_job_outcome",    "minion_reliability",
       "return_times",   "user_jobs"};
