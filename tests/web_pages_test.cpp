@@ -3,11 +3,14 @@
 // hostile minion ids and returns stay text, CSV cells are guarded; and the
 // same JSON from SQLite and PostgreSQL.
 #include <catch2/catch.hpp>
+#include <regex>
 #include <string>
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/store/minion_report.h"
+#include "brine/store/sql.h"
 #include "brine/store/store.h"
 #include "brine/web/app.h"
 #include "brine/web/auth.h"
@@ -130,7 +133,7 @@ TEST_CASE("web pages: login lands on the overview, and the pages need a session"
   Site w;
   CHECK(Http(w.port(), "GET", "/login?token=" + w.token).Header("location") == "/");
   for (const char* target : {"/?format=json", "/jobs?format=json", "/jobs?format=csv", "/active?format=json",
-                             "/failures?format=csv"}) {
+                             "/failures?format=csv", "/minions?format=json", "/minions/db1?format=json"}) {
     INFO(target);
     CHECK(Http(w.port(), "GET", target).status == 401);
   }
@@ -243,7 +246,7 @@ TEST_CASE("web pages: /jobs as CSV has a header row, guards formulas and keeps h
 
 TEST_CASE("web pages: hostile minion ids, returns, comments and hosts are text on every page", "[web][web-pages]") {
   Site w;
-  for (const char* target : {"/", "/jobs", "/jobs?hidden=show", "/failures", "/active"}) {
+  for (const char* target : {"/", "/jobs", "/jobs?hidden=show", "/failures", "/active", "/minions"}) {
     const HttpReply r = w.Get(target);
     INFO(target << ": " << r.body);
     REQUIRE(r.status == 200);
@@ -374,4 +377,146 @@ TEST_CASE("web pages: every page answers the same JSON and CSV on PostgreSQL as 
   CHECK(brine::ToJson(a) == brine::ToJson(b));
   CHECK(pg.Get("/").status == 200);
   CHECK(pg.Get("/jobs").status == 200);
+  // The minions' records alike; their last_seen is each store's arrival time.
+  for (const std::string& target :
+       {std::string("/minions?format=json"), std::string("/minions?format=csv"),
+        std::string("/minions?format=json&limit=2&after=absent1"), std::string("/minions/db1?format=json")}) {
+    INFO(target);
+    std::string a_body = lite.Get(target).body;
+    std::string b_body = pg.Get(target).body;
+    const std::regex stamp("\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{6}Z");
+    CHECK(std::regex_replace(a_body, stamp, "T") == std::regex_replace(b_body, stamp, "T"));
+  }
+}
+
+TEST_CASE("web pages: /minions gives each minion's record in a window, its last return and last highstate",
+          "[web][web-pages]") {
+  Site w;
+  const Value v = w.Json("/minions?format=json");
+  std::vector<std::string> names;
+  for (const Value& m : v.Find("minions")->as_list()) names.push_back(*m.FindString("minion"));
+  CHECK(names == std::vector<std::string>{kHostileMinion, "absent1", "db1", "web1", "web2"});
+  auto record = [&](std::size_t i) {
+    const Value& m = v.Find("minions")->as_list().at(i);
+    return std::to_string(m.Find("targeted")->as_int()) + "/" + std::to_string(m.Find("returned")->as_int()) + "/" +
+           std::to_string(m.Find("failed")->as_int()) + "/" + std::to_string(m.Find("missing")->as_int());
+  };
+  CHECK(record(0) == "1/1/1/0");
+  CHECK(record(1) == "1/0/0/1");
+  CHECK(record(2) == "1/1/1/0");
+  CHECK(record(3) == "17/13/0/4");  // 12 cmd.run, 3 test.ping, the metadata job and the highstate
+  CHECK(record(4) == "1/0/0/1");
+  const Value& absent = v.Find("minions")->as_list()[1];
+  CHECK(absent.Find("last_seen")->is_null());
+  CHECK(absent.Find("last_highstate")->is_null());
+  const Value& db1 = v.Find("minions")->as_list()[2];
+  CHECK(db1.Find("last_seen")->is_string());
+  CHECK(brine::ToJson(*db1.Find("last_highstate")).find(
+            "\"function\":\"state.apply\"") != std::string::npos);
+  CHECK(db1.Find("last_highstate")->Find("succeeded")->as_int() == 1);
+  CHECK(db1.Find("last_highstate")->Find("changed")->as_int() == 0);
+  CHECK(db1.Find("last_highstate")->Find("failed")->as_int() == 1);
+  CHECK(brine::ToJson(*db1.Find("last_highstate")->Find("failed_states")) == R"(["nginx"])");
+  const Value& web1 = v.Find("minions")->as_list()[3];
+  CHECK(*web1.Find("last_highstate")->FindString("jid") == JidAt(1));
+  CHECK(web1.Find("last_highstate")->Find("not_states")->as_bool());  // it returned "done", not states
+
+  // A window of the last 30 minutes: only the metadata job and the highstate.
+  const Value recent = w.Json("/minions?format=json&since=2026-11-26%2009:30:30");
+  REQUIRE(recent.Find("minions")->as_list().size() == 2);
+  CHECK(recent.Find("minions")->as_list()[0].Find("targeted")->as_int() == 2);  // web1
+  CHECK(w.Get("/minions?since=soon").status == 400);
+
+  // Keyset paging on the name.
+  const Value first = w.Json("/minions?format=json&limit=2");
+  CHECK(first.Find("minions")->as_list().size() == 2);
+  CHECK(*first.FindString("next") == "absent1");
+  const Value second = w.Json("/minions?format=json&limit=2&after=absent1");
+  CHECK(*second.Find("minions")->as_list()[0].FindString("minion") == "db1");
+  CHECK(*second.FindString("next") == "web1");
+  const Value last = w.Json("/minions?format=json&limit=2&after=web1");
+  CHECK(last.Find("minions")->as_list().size() == 1);
+  CHECK(last.Find("next")->is_null());
+  CHECK_THAT(w.Get("/minions?limit=2").body, Catch::Contains("<a id=\"next\" href=\"/minions?limit=2&amp;after=absent1\">"));
+
+  const HttpReply html = w.Get("/minions");
+  REQUIRE(html.status == 200);
+  CHECK(html.body.find("<script>alert") == std::string::npos);
+  CHECK_THAT(html.body, Catch::Contains("<td class=\"minion-id\"><a href=\"/minions/%3Cscript%3Ealert%281%29%3C%2Fscript%3E\">"
+                                        "&lt;script&gt;alert(1)&lt;/script&gt;</a>"));
+  CHECK_THAT(html.body, Catch::Contains("1 ok, <span class=\"result-changed\">0 changed</span>, "
+                                        "<span class=\"state-failed\">1 failed</span>"));
+  const HttpReply csv = w.Get("/minions?format=csv&limit=3");
+  CHECK_THAT(csv.body, Catch::StartsWith("minion,targeted,returned,failed,missing,last_seen,last_highstate_jid,"
+                                         "states_succeeded,states_changed,states_failed,failed_states\r\n"
+                                         "<script>alert(1)</script>,1,1,1,0,"));
+  CHECK_THAT(csv.body, Catch::Contains("\r\nabsent1,1,0,0,1,,,,,,\r\n"));
+}
+
+TEST_CASE("web pages: /minions/<id> shows one minion, a hostile id as text, and an unknown one as zeros",
+          "[web][web-pages]") {
+  Site w;
+  const Value db1 = w.Json("/minions/db1?format=json");
+  CHECK(*db1.FindString("minion") == "db1");
+  CHECK(db1.Find("targeted")->as_int() == 1);
+  CHECK(db1.Find("failed")->as_int() == 1);
+  CHECK(*db1.Find("last_highstate")->FindString("jid") == JidAt(30));
+  const HttpReply html = w.Get("/minions/db1");
+  CHECK_THAT(html.body, Catch::Contains("<ul id=\"failed-states\"><li class=\"state-id\">nginx</li></ul>"));
+  CHECK_THAT(html.body, Catch::Contains("<a id=\"its-jobs\" href=\"/jobs?hidden=show&amp;minion=db1\">"));
+  const HttpReply hostile = w.Get("/minions/%3Cscript%3Ealert(1)%3C%2Fscript%3E");
+  REQUIRE(hostile.status == 200);
+  CHECK(hostile.body.find("<script>alert") == std::string::npos);
+  CHECK_THAT(hostile.body, Catch::Contains("<span id=\"minion\">&lt;script&gt;alert(1)&lt;/script&gt;</span>"));
+  const Value nobody = w.Json("/minions/nobody?format=json");
+  CHECK(nobody.Find("targeted")->as_int() == 0);
+  CHECK(nobody.Find("last_seen")->is_null());
+  CHECK(nobody.Find("last_highstate")->is_null());
+}
+
+TEST_CASE("web pages: the minion report's queries search indexes and never scan ret, on SQLite", "[web][web-pages][plan]") {
+  Site w;
+  const std::string database = (w.dir / "brine.sqlite").string();
+  {
+    auto s = brine::store::OpenStore(database);
+    REQUIRE(s->Maintenance() != nullptr);
+    s->Maintenance()->RefreshStatistics();
+  }
+  for (const std::string& sql : brine::store::MinionReportQueries(database)) {
+    std::string plan;
+    brine::store::OpenSqlEngine(database)->Run(
+        "EXPLAIN QUERY PLAN " + sql,
+        {{"jid_min", Value("0")}, {"jid_max", Value("~")}, {"after", Value("")}, {"only", Value("")},
+         {"limit", Value(10)}, {"minion", Value("web1")}, {"look_back", Value(5)}, {"jid", Value(JidAt(1))}},
+        {}, [&](brine::store::SqlResult&& r) {
+          for (const auto& row : r.rows) plan += row.back().as_string() + "\n";
+        });
+    INFO(sql << "\n" << plan);
+    CHECK(plan.find("SCAN ret") == std::string::npos);
+    CHECK(plan.find("SCAN r\n") == std::string::npos);
+    CHECK(plan.find("SCAN l\n") == std::string::npos);
+    CHECK(plan.find("SCAN event") == std::string::npos);
+    CHECK(plan.find("SEARCH") != std::string::npos);
+  }
+}
+
+TEST_CASE("web pages: on PostgreSQL the minion report's queries can reach their indexes, never only a scan of ret",
+          "[web][web-pages][plan][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("SKIPPED: " << *why);
+    return;
+  }
+  const std::string database = brine::test::PostgresServer::Shared().CreateDatabase();
+  Site pg({.database = database});
+  for (std::string sql : brine::store::MinionReportQueries(database)) {
+    for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+             {":jid_min", "'0'"}, {":jid_max", "'~'"}, {":after", "''"}, {":only", "''"}, {":limit", "10"},
+             {":minion", "'web1'"}, {":look_back", "5"}, {":jid", "'" + JidAt(1) + "'"}}) {
+      for (auto at = sql.find(name); at != std::string::npos; at = sql.find(name)) sql.replace(at, name.size(), value);
+    }
+    const std::string plan = brine::test::PostgresServer::Shared().Query(database, "SET enable_seqscan = off; EXPLAIN " + sql);
+    INFO(sql << "\n" << plan);
+    CHECK(plan.find("Seq Scan on ret") == std::string::npos);
+    CHECK(plan.find("Index") != std::string::npos);
+  }
 }

@@ -6,7 +6,6 @@
 #include <map>
 #include <set>
 
-#include "brine/args/times.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/output/rows.h"
@@ -58,21 +57,16 @@ Value SetList(const std::set<std::string>& s) {
 
 Response FailuresPage(const PageContext& ctx, store::Store& store, const Request& request, Micros now) {
   const std::string format = request.Query("format");
-  Micros since = now - std::chrono::hours(24);
-  std::optional<Micros> until;
-  for (const char* name : {"since", "until"}) {
-    const std::string text = request.Query(name);
-    if (text.empty()) continue;
-    const std::optional<Micros> t = args::ParseTimeArg(text);
-    if (!t) return BadRequest(ctx, format, std::string(name) + ": not a time salt-run reads: '" + text + "'");
-    if (std::string_view(name) == "since") since = *t;
-    if (std::string_view(name) == "until") until = *t;
-  }
-  store::JobFilter filter{.jid_min = FormatJid(since),
+  const auto window = WindowOf(request, now);
+  if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
+  const Window& w = std::get<Window>(window);
+  const Micros since = w.since;
+  const std::optional<Micros> until = w.until;
+  store::JobFilter filter{.jid_min = w.jid_min,
+                          .jid_max = w.jid_max,
                           .has_failures = true,
                           .limit = kMaxJobs,
                           .time_budget = kBudget};
-  if (until) filter.jid_max = FormatJid(*until) + "~";
   const store::JobPage page = store.ListJobs(filter);
 
   std::vector<FailedReturn> failed;  // newest job first

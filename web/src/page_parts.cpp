@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "brine/args/times.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 
@@ -106,6 +107,22 @@ Html JobTable(const PageContext& ctx, const std::vector<store::JobRecord>& jobs,
   }
   t += Html::Literal("</tbody></table>");
   return t;
+}
+
+std::variant<Window, std::string> WindowOf(const Request& request, Micros now) {
+  Window w{.since = now - std::chrono::hours(24), .until = std::nullopt, .jid_min = "", .jid_max = "~"};
+  for (const char* name : {"since", "until"}) {
+    const std::string text = request.Query(name);
+    if (text.empty()) continue;
+    const std::optional<Micros> t = args::ParseTimeArg(text);
+    if (!t) return std::string(name) + ": not a time salt-run reads: '" + text + "'";
+    if (std::string_view(name) == "since") w.since = *t;
+    if (std::string_view(name) == "until") w.until = *t;
+  }
+  w.jid_min = FormatJid(w.since);
+  // Inclusive: a jid of that very microsecond with a _pid suffix sorts after the bare 20 digits.
+  if (w.until) w.jid_max = FormatJid(*w.until) + "~";
+  return w;
 }
 
 bool IsStateReturn(const Value& ret) {

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <initializer_list>
+#include <optional>
+#include <variant>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "brine/core/time.h"
 #include "brine/core/value.h"
 #include "brine/store/store.h"
 #include "brine/web/html.h"
@@ -37,6 +40,17 @@ using QueryPairs = std::vector<std::pair<std::string, std::string>>;
 // The table of /jobs for `jobs` (newest first), each jid linking its page;
 // `id` is the table's element id.
 [[nodiscard]] Html JobTable(const PageContext& ctx, const std::vector<store::JobRecord>& jobs, Html id);
+
+// The window of /failures and /minions: since= and until= in salt-run's time
+// forms; since defaults to `now` - 24 h, until to none (the newest job).
+struct Window {
+  Micros since;
+  std::optional<Micros> until;
+  std::string jid_min;  // FormatJid(since)
+  std::string jid_max;  // FormatJid(until) + "~", or "~" (after every jid)
+};
+// The request's window, or the message of a 400 (which parameter and why).
+[[nodiscard]] std::variant<Window, std::string> WindowOf(const Request& request, Micros now);
 
 // A state return: a non-empty map whose every key is "mod_|-id_|-name_|-fun"
 // and every value a map with "result".

@@ -60,6 +60,11 @@ struct JobsPageOptions {
 // /active: jobs still running at `now`, as brine-run jobs.active finds them.
 [[nodiscard]] Response ActivePage(const PageContext& ctx, store::Store& store, const Request& request, Micros now,
                                   std::chrono::seconds window);
+// /minions over the store at `database` (store/minion_report.h), and /minions/<id>.
+[[nodiscard]] Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
+                                   const Request& request, Micros now);
+[[nodiscard]] Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
+                                  const std::string& minion, const Request& request, Micros now);
 // /failures: failed returns and failed states of the newest failed jobs in a window.
 [[nodiscard]] Response FailuresPage(const PageContext& ctx, store::Store& store, const Request& request, Micros now);
 

@@ -14,6 +14,7 @@
 //                         ends the session.
 //   GET  (empty)          the overview: hourly charts, ingest, lag, size, latest failures
 //   GET  jobs             the job history, filtered and paged (?format=json|csv)
+//   GET  minions          each minion's record in a window (?format=json|csv); minions/<id> one
 //   GET  active           jobs still running (?format=json|csv)
 //   GET  failures         failed returns and states in a window (?format=json|csv)
 //   GET  queues           queue names, lengths and items (?format=json|csv).
