@@ -1,6 +1,6 @@
 """brine-web's pages in a real browser (web/src/*_page.cpp): the overview's
 Chart.js charts, /jobs with a long list, its filters, paging and hidden-function
-toggle, /active and /failures, the time toggle, dark mode; the console has no
+toggle, /minions, /active and /failures, the time toggle, dark mode; the console has no
 error on any of them (a CSP violation would be one). The fixture is
 test_browser.py's (brine-sim through a real brine-master), with more jobs.
 Screenshots go to $BRINE_SCREENSHOT_DIR (ctest: build/web-screenshots/pages-*.png).
@@ -123,7 +123,23 @@ class PagesBrowserTest(unittest.TestCase):
         self.shot("active")
         self.assertEqual(self.console_errors(), [])
 
-    def test_6_time_toggle_rewrites_job_times(self):
+    def test_6_minions_and_one_minion(self):
+        self.driver.get(self.base + "minions?since=2000-01-01")
+        rows = self.driver.find_elements(By.CSS_SELECTOR, "#minions tbody tr")
+        self.assertEqual(len(rows), 8)  # brine-sim's fleet of 8
+        names = [r.find_element(By.CSS_SELECTOR, "td.minion-id a").text for r in rows]
+        self.assertEqual(names, sorted(names))
+        targeted = [int(r.find_elements(By.TAG_NAME, "td")[1].text) for r in rows]
+        self.assertGreater(sum(targeted), 0)
+        self.shot("minions")
+        rows[0].find_element(By.CSS_SELECTOR, "td.minion-id a").click()
+        WebDriverWait(self.driver, 30).until(lambda d: "/minions/" in d.current_url)
+        self.assertEqual(self.driver.find_element(By.ID, "minion").text, names[0])
+        self.assertEqual(len(self.driver.find_elements(By.CSS_SELECTOR, "#record tr")), 6)
+        self.shot("minion")
+        self.assertEqual(self.console_errors(), [])
+
+    def test_7_time_toggle_rewrites_job_times(self):
         self.driver.get(self.base + "jobs")
         toggle = self.driver.find_element(By.ID, "tz-toggle")
         first = self.driver.find_element(By.CSS_SELECTOR, "#jobs time[datetime]")
