@@ -194,11 +194,7 @@ Response FailuresPage(const PageContext& ctx, store::Store& store, const Request
     }
     body += Html::Literal("</tbody></table>");
   }
-  body += Html::Literal("<p><a id=\"as-json\" href=\"") +
-          Escape(ctx.base_path + "failures" + QueryString(With(ViewOf(request, {"format"}), "format", "json"))) +
-          Html::Literal("\">JSON</a> <a id=\"as-csv\" href=\"") +
-          Escape(ctx.base_path + "failures" + QueryString(With(ViewOf(request, {"format"}), "format", "csv"))) +
-          Html::Literal("\">CSV</a></p>");
+  body += Html::Literal("<p>") + FormatLinks(ctx, request, "failures") + Html::Literal("</p>");
   return HtmlResponse(200, Layout(ctx, "Failures", body));
 }
 

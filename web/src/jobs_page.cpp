@@ -210,11 +210,7 @@ Response JobsPage(const PageContext& ctx, store::Store& store, const Request& re
     body += Html::Literal("<a id=\"older\" href=\"") +
             Escape(ctx.base_path + "jobs" + QueryString(With(view, "before", *next))) + Html::Literal("\">Older</a> ");
   }
-  body += Html::Literal("<a id=\"as-json\" href=\"") +
-          Escape(ctx.base_path + "jobs" + QueryString(With(ViewOf(request, {"format"}), "format", "json"))) +
-          Html::Literal("\">JSON</a> <a id=\"as-csv\" href=\"") +
-          Escape(ctx.base_path + "jobs" + QueryString(With(ViewOf(request, {"format"}), "format", "csv"))) +
-          Html::Literal("\">CSV</a></p>");
+  body += FormatLinks(ctx, request, "jobs") + Html::Literal("</p>");
   return HtmlResponse(200, Layout(ctx, "Jobs", body));
 }
 

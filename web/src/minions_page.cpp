@@ -169,11 +169,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
             Escape(ctx.base_path + "minions" + QueryString(With(ViewOf(request, {"after", "format"}), "after", *next))) +
             Html::Literal("\">Next</a> ");
   }
-  body += Html::Literal("<a id=\"as-json\" href=\"") +
-          Escape(ctx.base_path + "minions" + QueryString(With(ViewOf(request, {"format"}), "format", "json"))) +
-          Html::Literal("\">JSON</a> <a id=\"as-csv\" href=\"") +
-          Escape(ctx.base_path + "minions" + QueryString(With(ViewOf(request, {"format"}), "format", "csv"))) +
-          Html::Literal("\">CSV</a></p>");
+  body += FormatLinks(ctx, request, "minions") + Html::Literal("</p>");
   return HtmlResponse(200, Layout(ctx, "Minions", body));
 }
 

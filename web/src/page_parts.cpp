@@ -54,6 +54,13 @@ QueryPairs With(QueryPairs pairs, const std::string& name, const std::string& va
   return pairs;
 }
 
+Html FormatLinks(const PageContext& ctx, const Request& request, const std::string& page) {
+  const QueryPairs view = ViewOf(request, {"format"});
+  return Html::Literal("<a id=\"as-json\" href=\"") + Escape(ctx.base_path + page + QueryString(With(view, "format", "json"))) +
+         Html::Literal("\">JSON</a> <a id=\"as-csv\" href=\"") +
+         Escape(ctx.base_path + page + QueryString(With(view, "format", "csv"))) + Html::Literal("\">CSV</a>");
+}
+
 namespace {
 
 Value LoadField(const Value& load, std::string_view key) {

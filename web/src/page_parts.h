@@ -33,6 +33,10 @@ using QueryPairs = std::vector<std::pair<std::string, std::string>>;
 // `pairs` with `name` set to `value` (replaced, or added at the end).
 [[nodiscard]] QueryPairs With(QueryPairs pairs, const std::string& name, const std::string& value);
 
+// The links to this view as JSON and as CSV (ids as-json and as-csv), for
+// the page at `ctx.base_path + page`.
+[[nodiscard]] Html FormatLinks(const PageContext& ctx, const Request& request, const std::string& page);
+
 // A job of ListJobs (with counts) as /jobs's JSON shows it: jid, start_time
 // (ISO 8601 UTC or null), function, arguments, target, target_type, user,
 // metadata, and expected/returned/failed/missing.
