@@ -302,6 +302,32 @@ TEST_CASE("web pages: the overview shows hourly series, ingest, commit lag, size
   CHECK_THAT(w.Get("/?master=other").body, Catch::Contains("id=\"master-filter\""));
 }
 
+TEST_CASE("web pages: with several masters the overview offers a filter and each master's series alone",
+          "[web][web-pages]") {
+  Site w;
+  {
+    auto s = brine::store::OpenStore(w.dir / "brine.sqlite", {.master_id = "master2"});
+    const std::vector<brine::store::HourCounts> hours = {
+        {.hour = kNow - std::chrono::hours(1), .jobs = 3, .returns = 0, .failures = 0, .events = 36}};
+    auto batch = s->BeginBatch();
+    s->AddHourlyCounts(hours);
+    s->PutCounters({{"received", 5}, {"commit_lag_us", 1500000}});
+    batch.Commit();
+  }
+  const Value all = w.Json("/?format=json");
+  CHECK(all.Find("hours_24h")->as_list()[22].Find("jobs")->as_int() == 20);
+  CHECK(all.Find("masters")->as_list().size() == 2);
+  const Value second = w.Json("/?format=json&master=master2");
+  CHECK(*second.FindString("master") == "master2");
+  CHECK(second.Find("hours_24h")->as_list()[22].Find("jobs")->as_int() == 3);
+  REQUIRE(second.Find("masters")->as_list().size() == 1);
+  CHECK(second.Find("masters")->as_list()[0].Find("commit_lag_s")->as_float() == Approx(1.5));
+  const HttpReply html = w.Get("/?master=master2");
+  CHECK_THAT(html.body, Catch::Contains("<form class=\"filters\" id=\"master-filter\""));
+  CHECK_THAT(html.body, Catch::Contains("<option value=\"master2\" selected>master2</option>"));
+  CHECK_THAT(w.Get("/").body, Catch::Contains("<option value=\"master1\">master1</option>"));
+}
+
 TEST_CASE("web pages: /active shows the running job's unreturned minions, as brine-run jobs.active does",
           "[web][web-pages]") {
   Site w;
@@ -359,6 +385,10 @@ TEST_CASE("web pages: every page answers the same JSON and CSV on PostgreSQL as 
         "/jobs?format=json&limit=5&before=" + JidAt(45), std::string("/jobs?format=csv"),
         std::string("/jobs?format=json&search_metadata.ticket=OPS-1"), std::string("/jobs?format=json&failed=yes"),
         std::string("/jobs?format=json&minion=db1&user=root"), std::string("/jobs?format=json&search_target=web*"),
+        std::string("/jobs?format=json&start_time=2026-11-26%2009:10&end_time=2026-11-26%2009:30"),
+        std::string("/jobs?format=json&returned=no&hidden=show"), std::string("/jobs?format=json&search_function=state.*,test.*"),
+        std::string("/jobs?format=json&failed=no&limit=3&before=" + JidAt(30)),
+        std::string("/failures?format=json&since=2026-11-26%2009:15"),
         std::string("/active?format=json"), std::string("/failures?format=json"), std::string("/failures?format=csv")}) {
     INFO(target);
     const HttpReply a = lite.Get(target);
@@ -375,8 +405,10 @@ TEST_CASE("web pages: every page answers the same JSON and CSV on PostgreSQL as 
   a.Erase("store");
   b.Erase("store");
   CHECK(brine::ToJson(a) == brine::ToJson(b));
-  CHECK(pg.Get("/").status == 200);
-  CHECK(pg.Get("/jobs").status == 200);
+  for (const char* page : {"/", "/jobs", "/jobs?hidden=show&limit=3", "/minions", "/minions/db1", "/active", "/failures"}) {
+    INFO(page);
+    CHECK(pg.Get(page).status == 200);
+  }
   // The minions' records alike; their last_seen is each store's arrival time.
   for (const std::string& target :
        {std::string("/minions?format=json"), std::string("/minions?format=csv"),
