@@ -106,7 +106,7 @@ struct Site {
     app = std::make_unique<web::App>(extra);
     server = std::make_unique<web::HttpServer>(web::HttpServer::Options{.port = 0},
                                                [this](const web::Request& r) { return app->Handle(r); });
-    HttpReply login = Http(port(), "GET", "/login?token=" + token);
+    HttpReply login = Http(port(), "GET", extra.base_path + "login?token=" + token);
     REQUIRE(login.status == 303);
     session = {{"Cookie", "brine_session=" + login.Cookie("brine_session")}};
   }
@@ -169,6 +169,26 @@ TEST_CASE("web pages: /jobs lists newest first, hides noisy functions behind a t
   CHECK_THAT(shown.body, Catch::Contains("<td class=\"fun\">test.ping</td>"));
   CHECK_THAT(shown.body, Catch::Contains("Hide noisy functions"));
   CHECK_THAT(html.body, Catch::Contains("<td class=\"jid\"><a href=\"/jobs/" + JidAt(60) + "\">" + JidAt(60) + "</a>"));
+}
+
+TEST_CASE("web pages: under brine.web_base_path every page's links stay below the prefix", "[web][web-pages]") {
+  Site w({.base_path = "/brine/"});
+  CHECK(Http(w.port(), "GET", "/brine/login?token=" + w.token).Header("location") == "/brine/");
+  for (const char* page : {"/brine/", "/brine/jobs?limit=2", "/brine/minions?limit=2", "/brine/failures", "/brine/active"}) {
+    const HttpReply r = w.Get(page);
+    INFO(page << ": " << r.body);
+    REQUIRE(r.status == 200);
+    // Every link and form of the page: the prefix, or a static asset under it.
+    for (std::size_t at = r.body.find("href=\""); at != std::string::npos; at = r.body.find("href=\"", at + 1)) {
+      CHECK(r.body.compare(at + 6, 7, "/brine/") == 0);
+    }
+    for (std::size_t at = r.body.find("action=\""); at != std::string::npos; at = r.body.find("action=\"", at + 1)) {
+      CHECK(r.body.compare(at + 8, 7, "/brine/") == 0);
+    }
+  }
+  CHECK_THAT(w.Get("/brine/").body, Catch::Contains("data-chart-src=\"/brine/static/chart.min."));
+  CHECK(w.Get("/brine/jobs?jid=" + JidAt(30)).Header("location") == "/brine/jobs/" + JidAt(30));
+  CHECK(w.Get("/jobs").status == 404);
 }
 
 TEST_CASE("web pages: /jobs pages by jid with before= until the oldest job, never repeating one", "[web][web-pages]") {
