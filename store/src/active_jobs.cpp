@@ -46,14 +46,16 @@ std::vector<ActiveJob> FindActiveJobs(Store& store, Micros now, std::chrono::sec
   for (const std::string& jid : candidates) {
     Value load = store.GetLoad(jid);
     if (!load.is_map() || load.as_map().empty()) continue;
-    const Value result = store.GetJid(jid);
+    // Which minions returned: their names only, no return parsed.
+    std::set<std::string> returned;
+    store.ForEachReturnJson(jid, [&](std::string_view minion, std::string_view) { returned.emplace(minion); });
     const auto start = JidToMicros(jid);
     const bool is_young = start && *start >= now - window;
     ActiveJob job{.jid = jid};
     if (const Value* minions = load.Find("Minions"); minions != nullptr) {
       for (const Value& m : minions->as_list()) {
         const std::string& name = m.as_string();
-        if (result.Find(name) != nullptr) continue;
+        if (returned.count(name) > 0) continue;
         auto pj = pids.find(jid);
         if (pj != pids.end() && pj->second.count(name) > 0) {
           job.running.emplace_back(name, pj->second[name]);
@@ -63,7 +65,7 @@ std::vector<ActiveJob> FindActiveJobs(Store& store, Micros now, std::chrono::sec
       }
     }
     if (job.running.empty()) continue;
-    for (const auto& [minion, _] : result.as_map()) job.returned.push_back(minion);
+    job.returned.assign(returned.begin(), returned.end());
     job.load = std::move(load);
     out.push_back(std::move(job));
   }
