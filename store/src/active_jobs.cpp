@@ -19,7 +19,9 @@ std::vector<ActiveJob> FindActiveJobs(Store& store, Micros now, std::chrono::sec
     // The jid polled is find_job's first argument; a reply names it too while
     // the job runs, and is {} once the job no longer runs on that minion.
     const Value* args = find.load.Find("arg");
-    const Value* polled = args != nullptr && args->is_list() && !args->as_list().empty() ? &args->as_list()[0] : nullptr;
+    const Value* polled = args != nullptr && args->is_list() && !args->as_list().empty()
+                              ? &args->as_list()[0]
+                              : nullptr;
     const Value returns = store.GetJidFull(find.jid);
     for (const auto& [minion, full] : returns.as_map()) {
       const Value* r = full.Find("return");
@@ -48,7 +50,8 @@ std::vector<ActiveJob> FindActiveJobs(Store& store, Micros now, std::chrono::sec
     if (!load.is_map() || load.as_map().empty()) continue;
     // Which minions returned: their names only, no return parsed.
     std::set<std::string> returned;
-    store.ForEachReturnJson(jid, [&](std::string_view minion, std::string_view) { returned.emplace(minion); });
+    store.ForEachReturnJson(
+        jid, [&](std::string_view minion, std::string_view) { returned.emplace(minion); });
     const auto start = JidToMicros(jid);
     const bool is_young = start && *start >= now - window;
     ActiveJob job{.jid = jid};

@@ -32,45 +32,55 @@ constexpr Dialect kSqlite = {
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
-        " LEFT JOIN ret AS r INDEXED BY ret_job_minion ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
+        " LEFT JOIN ret AS r INDEXED BY ret_job_minion ON r.job_id = jm.job_id AND r.minion_id = "
+        "jm.minion_id"
         " LEFT JOIN ret AS f INDEXED BY ret_failed_job"
-        "  ON f.job_id = jm.job_id AND f.minion_id = jm.minion_id AND (f.retcode <> 0 OR f.success = 0)"
-        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max AND m.name > :after AND (:only = '' OR m.name = :only)"
+        "  ON f.job_id = jm.job_id AND f.minion_id = jm.minion_id AND (f.retcode <> 0 OR f.success "
+        "= 0)"
+        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max AND m.name > :after AND (:only = '' OR "
+        "m.name = :only)"
         " GROUP BY m.id, m.name ORDER BY m.name LIMIT :limit",
-    .state_jobs = "SELECT j.jid, j.fun, j.load, r.recv_us FROM ret AS r JOIN job AS j ON j.id = r.job_id"
-                  " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
-                  " AND j.fun IN ('state.highstate', 'state.apply')"
-                  " ORDER BY r.job_id DESC LIMIT :look_back",
-    .one_return = "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
-                  " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)",
+    .state_jobs =
+        "SELECT j.jid, j.fun, j.load, r.recv_us FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+        " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
+        " AND j.fun IN ('state.highstate', 'state.apply')"
+        " ORDER BY r.job_id DESC LIMIT :look_back",
+    .one_return =
+        "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
+        " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)",
 };
 
 constexpr Dialect kPostgres = {
     .records =
-        "SELECT m.name, count(*), count(r.id), count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success),"
-        " (SELECT (extract(epoch FROM l.recv) * 1000000)::bigint FROM ret AS l WHERE l.minion_id = m.id"
+        "SELECT m.name, count(*), count(r.id), count(*) FILTER (WHERE r.retcode <> 0 OR NOT "
+        "r.success),"
+        " (SELECT (extract(epoch FROM l.recv) * 1000000)::bigint FROM ret AS l WHERE l.minion_id = "
+        "m.id"
         "  ORDER BY l.job_id DESC LIMIT 1)"
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
         " LEFT JOIN ret AS r ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
-        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max AND m.name COLLATE \"C\" > :after AND (:only = '' OR m.name = :only)"
+        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max AND m.name COLLATE \"C\" > :after AND "
+        "(:only = '' OR m.name = :only)"
         " GROUP BY m.id, m.name ORDER BY m.name COLLATE \"C\" LIMIT :limit",
-    .state_jobs = "SELECT j.jid, j.fun, j.load, (extract(epoch FROM r.recv) * 1000000)::bigint"
-                  " FROM ret AS r JOIN job AS j ON j.id = r.job_id"
-                  " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
-                  " AND j.fun IN ('state.highstate', 'state.apply')"
-                  " ORDER BY r.job_id DESC LIMIT :look_back",
-    .one_return = "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
-                  " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)",
+    .state_jobs =
+        "SELECT j.jid, j.fun, j.load, (extract(epoch FROM r.recv) * 1000000)::bigint"
+        " FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+        " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
+        " AND j.fun IN ('state.highstate', 'state.apply')"
+        " ORDER BY r.job_id DESC LIMIT :look_back",
+    .one_return =
+        "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
+        " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)",
 };
 
 const Dialect& DialectOf(const std::string& database) {
   return IsServerDatabaseUri(database) ? kPostgres : kSqlite;
 }
 
-std::vector<std::vector<Value>> Rows(const SqlEngine& engine, const char* sql, const ValueMap& params,
-                                     std::chrono::milliseconds timeout) {
+std::vector<std::vector<Value>> Rows(const SqlEngine& engine, const char* sql,
+                                     const ValueMap& params, std::chrono::milliseconds timeout) {
   std::vector<std::vector<Value>> rows;
   engine.Run(sql, params, {.timeout = timeout, .row_limit = 100000},
              [&](SqlResult&& r) { rows = std::move(r.rows); });
@@ -78,7 +88,8 @@ std::vector<std::vector<Value>> Rows(const SqlEngine& engine, const char* sql, c
 }
 
 std::int64_t IntOf(const Value& v) {
-  if (v.is_int()) return v.kind() == Value::Kind::kInt ? v.as_int() : static_cast<std::int64_t>(v.as_uint());
+  if (v.is_int())
+    return v.kind() == Value::Kind::kInt ? v.as_int() : static_cast<std::int64_t>(v.as_uint());
   if (v.is_float()) return static_cast<std::int64_t>(v.as_float());
   if (v.is_string()) return std::stoll(v.as_string());
   return 0;
@@ -127,23 +138,32 @@ void CountStates(const Value& full_ret, StateRun& run) {
     ++run.succeeded;
     if (changes != nullptr && changes->Truthy()) ++run.changed;
   }
-  std::stable_sort(failed.begin(), failed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(failed.begin(), failed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [n, id] : failed) run.failed_ids.push_back(std::move(id));
 }
 
 std::chrono::milliseconds Left(std::chrono::steady_clock::time_point deadline) {
-  return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                    deadline - std::chrono::steady_clock::now()));
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now()));
 }
 
-std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d, const std::string& minion,
-                                      std::chrono::steady_clock::time_point deadline, int look_back) {
-  const auto jobs = Rows(engine, d.state_jobs, {{"minion", Value(minion)}, {"look_back", Value(look_back)}}, Left(deadline));
+std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d,
+                                      const std::string& minion,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      int look_back) {
+  const auto jobs =
+      Rows(engine, d.state_jobs, {{"minion", Value(minion)}, {"look_back", Value(look_back)}},
+           Left(deadline));
   for (const auto& row : jobs) {
     const std::string& fun = row[1].as_string();
-    if (fun == "state.apply" && !(row[2].is_string() && NamesNoStates(ParseJson(row[2].as_string())))) continue;
+    if (fun == "state.apply" &&
+        !(row[2].is_string() && NamesNoStates(ParseJson(row[2].as_string()))))
+      continue;
     StateRun run{.jid = row[0].as_string(), .function = fun, .received = TimeOf(row[3])};
-    const auto ret = Rows(engine, d.one_return, {{"minion", Value(minion)}, {"jid", Value(run.jid)}}, Left(deadline));
+    const auto ret = Rows(engine, d.one_return,
+                          {{"minion", Value(minion)}, {"jid", Value(run.jid)}}, Left(deadline));
     if (!ret.empty() && ret[0][0].is_string()) CountStates(ParseJson(ret[0][0].as_string()), run);
     return run;
   }
@@ -152,7 +172,8 @@ std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d,
 
 }  // namespace
 
-std::vector<MinionRecord> ReadMinionRecords(const std::string& database, const MinionReportOptions& options) {
+std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
+                                            const MinionReportOptions& options) {
   const auto engine = OpenSqlEngine(database);
   const auto rows = Rows(*engine, DialectOf(database).records,
                          {{"jid_min", Value(options.jid_min)},
@@ -176,13 +197,16 @@ std::vector<MinionRecord> ReadMinionRecords(const std::string& database, const M
 
 std::vector<std::optional<StateRun>> ReadLastHighstates(const std::string& database,
                                                         const std::vector<std::string>& minions,
-                                                        std::chrono::milliseconds timeout, int look_back) {
+                                                        std::chrono::milliseconds timeout,
+                                                        int look_back) {
   const auto engine = OpenSqlEngine(database);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::vector<std::optional<StateRun>> out;
   for (const std::string& minion : minions) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) throw SqlTimeoutError("minion report: the read ran out of its time budget");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      throw SqlTimeoutError("minion report: the read ran out of its time budget");
     out.push_back(LastHighstate(*engine, DialectOf(database), minion, deadline, look_back));
   }
   return out;
@@ -194,4 +218,3 @@ std::vector<std::string> MinionReportQueries(const std::string& database) {
 }
 
 }  // namespace brine::store
-

@@ -28,13 +28,16 @@ HttpReply Http(int port, const std::string& method, const std::string& target,
   if (!has_host) request += "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
   for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
   if (!body.empty() || method == "POST") {
-    request += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+    request += "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n";
   }
   request += "Connection: close\r\n\r\n" + body;
-  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size()));
   std::string raw;
   char buf[65536];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) raw.append(buf, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;)
+    raw.append(buf, static_cast<std::size_t>(n));
   ::close(fd);
   HttpReply reply;
   const std::size_t head_end = raw.find("\r\n\r\n");
@@ -46,7 +49,8 @@ HttpReply Http(int port, const std::string& method, const std::string& target,
   reply.status = std::stoi(head.substr(9, 3));
   while (line_end != std::string::npos) {
     const std::size_t next = head.find("\r\n", line_end + 2);
-    const std::string line = head.substr(line_end + 2, next == std::string::npos ? std::string::npos : next - line_end - 2);
+    const std::string line = head.substr(
+        line_end + 2, next == std::string::npos ? std::string::npos : next - line_end - 2);
     const std::size_t colon = line.find(':');
     std::string name = line.substr(0, colon);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

@@ -29,6 +29,7 @@ struct HttpReply {
 
 // One HTTP/1.1 request over a fresh TCP connection to 127.0.0.1:port.
 HttpReply Http(int port, const std::string& method, const std::string& target,
-               std::vector<std::pair<std::string, std::string>> headers = {}, const std::string& body = "");
+               std::vector<std::pair<std::string, std::string>> headers = {},
+               const std::string& body = "");
 
 }  // namespace brine::test

@@ -60,8 +60,11 @@ Parsed ParseFilter(const Request& request, const JobsPageOptions& options) {
     const std::string text = request.Query(name);
     if (text.empty()) continue;
     const std::optional<Micros> t = args::ParseTimeArg(text);
-    if (!t) throw std::invalid_argument(std::string(name) + ": not a time salt-run reads: '" + text + "'");
-    // Inclusive: a jid of the end's very microsecond with a _pid suffix sorts after the bare 20 digits.
+    if (!t)
+      throw std::invalid_argument(std::string(name) + ": not a time salt-run reads: '" + text +
+                                  "'");
+    // Inclusive: a jid of the end's very microsecond with a _pid suffix sorts after the bare 20
+    // digits.
     if (std::string_view(name) == "start_time") f.jid_min = FormatJid(*t);
     if (std::string_view(name) == "end_time") f.jid_max = FormatJid(*t) + "~";
   }
@@ -77,8 +80,9 @@ Parsed ParseFilter(const Request& request, const JobsPageOptions& options) {
   if (const std::string user = request.Query("user"); !user.empty()) f.user = user;
   if (const std::string minion = request.Query("minion"); !minion.empty()) f.minion = minion;
   if (!request.Query("master").empty()) {
-    throw std::invalid_argument("master: the store does not record which master published a job; "
-                                "filter the overview by master instead");
+    throw std::invalid_argument(
+        "master: the store does not record which master published a job; "
+        "filter the overview by master instead");
   }
   p.show_hidden = request.Query("hidden") == "show";
   if (!p.show_hidden) f.exclude_functions = options.hide_functions;
@@ -88,7 +92,8 @@ Parsed ParseFilter(const Request& request, const JobsPageOptions& options) {
     std::size_t n = 0;
     const auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), n);
     if (ec != std::errc() || end != limit.data() + limit.size() || n == 0 || n > kMaxLimit) {
-      throw std::invalid_argument("limit: expected a number from 1 to " + std::to_string(kMaxLimit));
+      throw std::invalid_argument("limit: expected a number from 1 to " +
+                                  std::to_string(kMaxLimit));
     }
     f.limit = n;
   }
@@ -99,13 +104,14 @@ Parsed ParseFilter(const Request& request, const JobsPageOptions& options) {
 
 Html FilterForm(const PageContext& ctx, const Request& request, bool show_hidden) {
   auto field = [&](const char* name, const char* label, const char* hint) {
-    return Html::Literal("<label>") + Escape(label) + Html::Literal(" <input name=\"") + Escape(name) +
-           Html::Literal("\" value=\"") + Escape(request.Query(name)) + Html::Literal("\" placeholder=\"") +
-           Escape(hint) + Html::Literal("\"></label> ");
+    return Html::Literal("<label>") + Escape(label) + Html::Literal(" <input name=\"") +
+           Escape(name) + Html::Literal("\" value=\"") + Escape(request.Query(name)) +
+           Html::Literal("\" placeholder=\"") + Escape(hint) + Html::Literal("\"></label> ");
   };
   auto choice = [&](const char* name, const char* label) {
     const std::string v = request.Query(name);
-    Html h = Html::Literal("<label>") + Escape(label) + Html::Literal(" <select name=\"") + Escape(name) + Html::Literal("\">");
+    Html h = Html::Literal("<label>") + Escape(label) + Html::Literal(" <select name=\"") +
+             Escape(name) + Html::Literal("\">");
     for (const char* option : {"", "yes", "no"}) {
       h += Html::Literal("<option value=\"") + Escape(option) + Html::Literal("\"") +
            (v == option ? Html::Literal(" selected") : Html()) + Html::Literal(">") +
@@ -115,30 +121,39 @@ Html FilterForm(const PageContext& ctx, const Request& request, bool show_hidden
   };
   Html form = Html::Literal("<form class=\"filters\" id=\"filters\" method=\"get\" action=\"") +
               Escape(ctx.base_path + "jobs") + Html::Literal("\">") +
-              field("search_function", "Function", "state.*,test.ping") + field("search_target", "Target", "web*") +
-              field("start_time", "From", "2026-11-26 09:00") + field("end_time", "Until", "2026-11-26 10:00") +
-              field("user", "User", "root") + field("minion", "Minion", "web1") + choice("returned", "Returned") +
+              field("search_function", "Function", "state.*,test.ping") +
+              field("search_target", "Target", "web*") +
+              field("start_time", "From", "2026-11-26 09:00") +
+              field("end_time", "Until", "2026-11-26 10:00") + field("user", "User", "root") +
+              field("minion", "Minion", "web1") + choice("returned", "Returned") +
               choice("failed", "Failed");
   for (const auto& [name, value] : request.query) {
     if (name.starts_with(kMetadataPrefix)) {
-      form += Html::Literal("<label>") + Escape(name) + Html::Literal(" <input name=\"") + Escape(name) +
-              Html::Literal("\" value=\"") + Escape(value) + Html::Literal("\"></label> ");
+      form += Html::Literal("<label>") + Escape(name) + Html::Literal(" <input name=\"") +
+              Escape(name) + Html::Literal("\" value=\"") + Escape(value) +
+              Html::Literal("\"></label> ");
     }
   }
   if (show_hidden) form += Html::Literal("<input type=\"hidden\" name=\"hidden\" value=\"show\">");
   form += Html::Literal("<button type=\"submit\">Filter</button></form>");
-  form += Html::Literal("<form class=\"jump\" id=\"jump\" method=\"get\" action=\"") + Escape(ctx.base_path + "jobs") +
-          Html::Literal("\"><label>Jid <input name=\"jid\" required placeholder=\"20261126090000123456\"></label> "
-                        "<button type=\"submit\">Go</button></form>");
+  form += Html::Literal("<form class=\"jump\" id=\"jump\" method=\"get\" action=\"") +
+          Escape(ctx.base_path + "jobs") +
+          Html::Literal(
+              "\"><label>Jid <input name=\"jid\" required "
+              "placeholder=\"20261126090000123456\"></label> "
+              "<button type=\"submit\">Go</button></form>");
   return form;
 }
 
 }  // namespace
 
-Response JobsPage(const PageContext& ctx, store::Store& store, const Request& request, const JobsPageOptions& options) {
+Response JobsPage(const PageContext& ctx, store::Store& store, const Request& request,
+                  const JobsPageOptions& options) {
   const std::string format = request.Query("format");
   if (const std::string jid = request.Query("jid"); !jid.empty()) {
-    return {.status = 303, .headers = {{"Location", ctx.base_path + "jobs/" + UrlEncode(jid)}}, .body = ""};
+    return {.status = 303,
+            .headers = {{"Location", ctx.base_path + "jobs/" + UrlEncode(jid)}},
+            .body = ""};
   }
   Parsed parsed;
   try {
@@ -162,10 +177,11 @@ Response JobsPage(const PageContext& ctx, store::Store& store, const Request& re
   if (format == "json") {
     ValueList list;
     for (const store::JobRecord& j : jobs) list.push_back(JobJson(j));
-    return JsonResponse(200, Value::Map({{"jobs", Value(std::move(list))},
-                                         {"next", next ? Value(*next) : Value()},
-                                         {"complete", page.complete},
-                                         {"reached", page.reached ? Value(*page.reached) : Value()}}));
+    return JsonResponse(200,
+                        Value::Map({{"jobs", Value(std::move(list))},
+                                    {"next", next ? Value(*next) : Value()},
+                                    {"complete", page.complete},
+                                    {"reached", page.reached ? Value(*page.reached) : Value()}}));
   }
   if (format == "csv") {
     std::vector<std::vector<Value>> rows;
@@ -173,42 +189,48 @@ Response JobsPage(const PageContext& ctx, store::Store& store, const Request& re
       const Value v = JobJson(j);
       const Value& args = *v.Find("arguments");
       rows.push_back({*v.Find("jid"), *v.Find("start_time"), *v.Find("function"),
-                      args.is_null() ? Value() : Value(ToJson(args)), *v.Find("target"), *v.Find("user"),
-                      *v.Find("expected"), *v.Find("returned"), *v.Find("failed"), *v.Find("missing")});
+                      args.is_null() ? Value() : Value(ToJson(args)), *v.Find("target"),
+                      *v.Find("user"), *v.Find("expected"), *v.Find("returned"), *v.Find("failed"),
+                      *v.Find("missing")});
     }
-    return CsvResponse(output::CsvTable({"jid", "start_time", "function", "arguments", "target", "user", "expected",
-                                         "returned", "failed", "missing"},
+    return CsvResponse(output::CsvTable({"jid", "start_time", "function", "arguments", "target",
+                                         "user", "expected", "returned", "failed", "missing"},
                                         rows),
                        "jobs.csv");
   }
 
   Html body = Html::Literal("<h1>Jobs</h1>") + FilterForm(ctx, request, parsed.show_hidden);
   const std::string toggle = ctx.base_path + "jobs" +
-                             QueryString(With(ViewOf(request, {"before", "format", "hidden"}), "hidden",
-                                              parsed.show_hidden ? "" : "show"));
-  body += Html::Literal("<p class=\"hidden-toggle\"><a id=\"hidden-toggle\" href=\"") + Escape(toggle) +
-          Html::Literal("\">") +
-          (parsed.show_hidden ? Html::Literal("Hide noisy functions") : Html::Literal("Show hidden functions")) +
+                             QueryString(With(ViewOf(request, {"before", "format", "hidden"}),
+                                              "hidden", parsed.show_hidden ? "" : "show"));
+  body += Html::Literal("<p class=\"hidden-toggle\"><a id=\"hidden-toggle\" href=\"") +
+          Escape(toggle) + Html::Literal("\">") +
+          (parsed.show_hidden ? Html::Literal("Hide noisy functions")
+                              : Html::Literal("Show hidden functions")) +
           Html::Literal("</a> <span class=\"muted\">(brine.web_hide_functions: ");
   std::string names;
   for (const std::string& f : options.hide_functions) names += (names.empty() ? "" : ", ") + f;
   body += Escape(names.empty() ? "none" : names) + Html::Literal(")</span></p>");
   if (!page.complete) {
-    body += Html::Literal("<p class=\"partial\" id=\"partial\">The time budget ran out: searched back to jid ") +
-            Escape(page.reached.value_or("(none yet)")) + Html::Literal("; <a id=\"continue\" href=\"") +
-            Escape(ctx.base_path + "jobs" + QueryString(With(view, "before", next.value_or("")))) +
-            Html::Literal("\">continue</a>.</p>");
+    body +=
+        Html::Literal(
+            "<p class=\"partial\" id=\"partial\">The time budget ran out: searched back to jid ") +
+        Escape(page.reached.value_or("(none yet)")) +
+        Html::Literal("; <a id=\"continue\" href=\"") +
+        Escape(ctx.base_path + "jobs" + QueryString(With(view, "before", next.value_or("")))) +
+        Html::Literal("\">continue</a>.</p>");
   }
   if (jobs.empty()) body += Html::Literal("<p id=\"no-jobs\">No jobs match.</p>");
   if (!jobs.empty()) body += JobTable(ctx, jobs, Html::Literal("jobs"));
   body += Html::Literal("<p class=\"pager\">");
   if (parsed.filter.jid_before) {
-    body += Html::Literal("<a id=\"newest\" href=\"") + Escape(ctx.base_path + "jobs" + QueryString(view)) +
-            Html::Literal("\">Newest</a> ");
+    body += Html::Literal("<a id=\"newest\" href=\"") +
+            Escape(ctx.base_path + "jobs" + QueryString(view)) + Html::Literal("\">Newest</a> ");
   }
   if (next && page.complete) {
     body += Html::Literal("<a id=\"older\" href=\"") +
-            Escape(ctx.base_path + "jobs" + QueryString(With(view, "before", *next))) + Html::Literal("\">Older</a> ");
+            Escape(ctx.base_path + "jobs" + QueryString(With(view, "before", *next))) +
+            Html::Literal("\">Older</a> ");
   }
   body += FormatLinks(ctx, request, "jobs") + Html::Literal("</p>");
   return HtmlResponse(200, Layout(ctx, "Jobs", body));

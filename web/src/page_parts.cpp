@@ -13,8 +13,8 @@ std::string UrlEncode(std::string_view text) {
   std::string out;
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    if ((u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u == '-' || u == '.' ||
-        u == '_' || u == '~') {
+    if ((u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u == '-' ||
+        u == '.' || u == '_' || u == '~') {
       out += c;
     } else {
       out += '%';
@@ -56,9 +56,11 @@ QueryPairs With(QueryPairs pairs, const std::string& name, const std::string& va
 
 Html FormatLinks(const PageContext& ctx, const Request& request, const std::string& page) {
   const QueryPairs view = ViewOf(request, {"format"});
-  return Html::Literal("<a id=\"as-json\" href=\"") + Escape(ctx.base_path + page + QueryString(With(view, "format", "json"))) +
+  return Html::Literal("<a id=\"as-json\" href=\"") +
+         Escape(ctx.base_path + page + QueryString(With(view, "format", "json"))) +
          Html::Literal("\">JSON</a> <a id=\"as-csv\" href=\"") +
-         Escape(ctx.base_path + page + QueryString(With(view, "format", "csv"))) + Html::Literal("\">CSV</a>");
+         Escape(ctx.base_path + page + QueryString(With(view, "format", "csv"))) +
+         Html::Literal("\">CSV</a>");
 }
 
 namespace {
@@ -69,13 +71,16 @@ Value LoadField(const Value& load, std::string_view key) {
 }
 
 // A load value as one line of text: a string as it is, anything else as JSON.
-std::string Text(const Value& v) { return v.is_null() ? "" : v.is_string() ? v.as_string() : ToJson(v); }
+std::string Text(const Value& v) {
+  return v.is_null() ? "" : v.is_string() ? v.as_string() : ToJson(v);
+}
 
 }  // namespace
 
 Value JobJson(const store::JobRecord& job) {
   const std::optional<Micros> start = JidToMicros(job.jid);
-  const store::JobRecord::MinionCounts counts = job.counts.value_or(store::JobRecord::MinionCounts{});
+  const store::JobRecord::MinionCounts counts =
+      job.counts.value_or(store::JobRecord::MinionCounts{});
   return Value::Map({{"jid", job.jid},
                      {"start_time", start ? Value(IsoTime(*start)) : Value()},
                      {"function", LoadField(job.load, "fun")},
@@ -92,24 +97,32 @@ Value JobJson(const store::JobRecord& job) {
 
 Html JobTable(const PageContext& ctx, const std::vector<store::JobRecord>& jobs, Html id) {
   Html t = Html::Literal("<table class=\"jobs\" id=\"") + id +
-           Html::Literal("\"><thead><tr><th>Jid</th><th>Start</th><th>Function</th><th>Arguments</th><th>Target</th>"
-                         "<th>User</th><th>Expected</th><th>Returned</th><th>Failed</th><th>Missing</th></tr></thead><tbody>");
+           Html::Literal(
+               "\"><thead><tr><th>Jid</th><th>Start</th><th>Function</th><th>Arguments</"
+               "th><th>Target</th>"
+               "<th>User</th><th>Expected</th><th>Returned</th><th>Failed</th><th>Missing</th></"
+               "tr></thead><tbody>");
   for (const store::JobRecord& job : jobs) {
     const Value j = JobJson(job);
     const std::optional<Micros> start = JidToMicros(job.jid);
     const std::int64_t failed = j.Find("failed")->as_int();
     const std::int64_t missing = j.Find("missing")->as_int();
-    t += Html::Literal("<tr><td class=\"jid\"><a href=\"") + Escape(ctx.base_path + "jobs/" + UrlEncode(job.jid)) +
-         Html::Literal("\">") + Escape(job.jid) + Html::Literal("</a></td><td>") + (start ? TimeElement(*start) : Html()) +
+    t += Html::Literal("<tr><td class=\"jid\"><a href=\"") +
+         Escape(ctx.base_path + "jobs/" + UrlEncode(job.jid)) + Html::Literal("\">") +
+         Escape(job.jid) + Html::Literal("</a></td><td>") + (start ? TimeElement(*start) : Html()) +
          Html::Literal("</td><td class=\"fun\">") + Escape(Text(*j.Find("function"))) +
          Html::Literal("</td><td class=\"args\"><code>") + Escape(Text(*j.Find("arguments"))) +
          Html::Literal("</code></td><td class=\"tgt\">") + Escape(Text(*j.Find("target"))) +
-         Html::Literal("</td><td class=\"user\">") + Escape(Text(*j.Find("user"))) + Html::Literal("</td><td class=\"num\">") +
-         Escape(std::to_string(j.Find("expected")->as_int())) + Html::Literal("</td><td class=\"num\">") +
+         Html::Literal("</td><td class=\"user\">") + Escape(Text(*j.Find("user"))) +
+         Html::Literal("</td><td class=\"num\">") +
+         Escape(std::to_string(j.Find("expected")->as_int())) +
+         Html::Literal("</td><td class=\"num\">") +
          Escape(std::to_string(j.Find("returned")->as_int())) +
-         (failed > 0 ? Html::Literal("</td><td class=\"num state-failed\">") : Html::Literal("</td><td class=\"num\">")) +
+         (failed > 0 ? Html::Literal("</td><td class=\"num state-failed\">")
+                     : Html::Literal("</td><td class=\"num\">")) +
          Escape(std::to_string(failed)) +
-         (missing > 0 ? Html::Literal("</td><td class=\"num state-missing\">") : Html::Literal("</td><td class=\"num\">")) +
+         (missing > 0 ? Html::Literal("</td><td class=\"num state-missing\">")
+                      : Html::Literal("</td><td class=\"num\">")) +
          Escape(std::to_string(missing)) + Html::Literal("</td></tr>");
   }
   t += Html::Literal("</tbody></table>");
@@ -117,7 +130,8 @@ Html JobTable(const PageContext& ctx, const std::vector<store::JobRecord>& jobs,
 }
 
 std::variant<Window, std::string> WindowOf(const Request& request, Micros now) {
-  Window w{.since = now - std::chrono::hours(24), .until = std::nullopt, .jid_min = "", .jid_max = "~"};
+  Window w{
+      .since = now - std::chrono::hours(24), .until = std::nullopt, .jid_min = "", .jid_max = "~"};
   for (const char* name : {"since", "until"}) {
     const std::string text = request.Query(name);
     if (text.empty()) continue;
@@ -135,16 +149,19 @@ std::variant<Window, std::string> WindowOf(const Request& request, Micros now) {
 bool IsStateReturn(const Value& ret) {
   if (!ret.is_map() || ret.as_map().empty()) return false;
   for (const auto& [key, state] : ret.as_map()) {
-    if (key.find("_|-") == std::string::npos || !state.is_map() || state.Find("result") == nullptr) return false;
+    if (key.find("_|-") == std::string::npos || !state.is_map() || state.Find("result") == nullptr)
+      return false;
   }
   return true;
 }
 
 Response BadRequest(const PageContext& ctx, const std::string& format, const std::string& message) {
-  if (format == "json" || format == "csv") return JsonResponse(400, Value::Map({{"error", message}}));
-  return HtmlResponse(400, Layout(ctx, "Bad request",
-                                  Html::Literal("<h1>Bad request</h1><p class=\"error\" id=\"message\">") +
-                                      Escape(message) + Html::Literal("</p>")));
+  if (format == "json" || format == "csv")
+    return JsonResponse(400, Value::Map({{"error", message}}));
+  return HtmlResponse(
+      400, Layout(ctx, "Bad request",
+                  Html::Literal("<h1>Bad request</h1><p class=\"error\" id=\"message\">") +
+                      Escape(message) + Html::Literal("</p>")));
 }
 
 }  // namespace brine::web

@@ -5,10 +5,10 @@
 
 #include <initializer_list>
 #include <optional>
-#include <variant>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "brine/core/time.h"
@@ -29,13 +29,15 @@ using QueryPairs = std::vector<std::pair<std::string, std::string>>;
 [[nodiscard]] std::string QueryString(const QueryPairs& pairs);
 // The request's query parameters in name order, without the names in `drop`
 // (e.g. the cursor and the format, to build the next page's link).
-[[nodiscard]] QueryPairs ViewOf(const Request& request, std::initializer_list<std::string_view> drop);
+[[nodiscard]] QueryPairs ViewOf(const Request& request,
+                                std::initializer_list<std::string_view> drop);
 // `pairs` with `name` set to `value` (replaced, or added at the end).
 [[nodiscard]] QueryPairs With(QueryPairs pairs, const std::string& name, const std::string& value);
 
 // The links to this view as JSON and as CSV (ids as-json and as-csv), for
 // the page at `ctx.base_path + page`.
-[[nodiscard]] Html FormatLinks(const PageContext& ctx, const Request& request, const std::string& page);
+[[nodiscard]] Html FormatLinks(const PageContext& ctx, const Request& request,
+                               const std::string& page);
 
 // A job of ListJobs (with counts) as /jobs's JSON shows it: jid, start_time
 // (ISO 8601 UTC or null), function, arguments, target, target_type, user,
@@ -43,7 +45,8 @@ using QueryPairs = std::vector<std::pair<std::string, std::string>>;
 [[nodiscard]] Value JobJson(const store::JobRecord& job);
 // The table of /jobs for `jobs` (newest first), each jid linking its page;
 // `id` is the table's element id.
-[[nodiscard]] Html JobTable(const PageContext& ctx, const std::vector<store::JobRecord>& jobs, Html id);
+[[nodiscard]] Html JobTable(const PageContext& ctx, const std::vector<store::JobRecord>& jobs,
+                            Html id);
 
 // The window of /failures and /minions: since= and until= in salt-run's time
 // forms; since defaults to `now` - 24 h, until to none (the newest job).
@@ -61,6 +64,7 @@ struct Window {
 [[nodiscard]] bool IsStateReturn(const Value& ret);
 
 // 400 with `message`: a JSON {"error": message} or an HTML page saying it.
-[[nodiscard]] Response BadRequest(const PageContext& ctx, const std::string& format, const std::string& message);
+[[nodiscard]] Response BadRequest(const PageContext& ctx, const std::string& format,
+                                  const std::string& message);
 
 }  // namespace brine::web

@@ -29,6 +29,7 @@ struct ActiveJob {
 // carries a pid within [now - window, now], or started within it, that still
 // have an expected minion without a return. Reads the find_job jobs of the
 // window and the window's jobs (jid-range queries). Throws StoreError.
-[[nodiscard]] std::vector<ActiveJob> FindActiveJobs(Store& store, Micros now, std::chrono::seconds window);
+[[nodiscard]] std::vector<ActiveJob> FindActiveJobs(Store& store, Micros now,
+                                                    std::chrono::seconds window);
 
 }  // namespace brine::store

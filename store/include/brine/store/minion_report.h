@@ -55,7 +55,7 @@ struct MinionReportOptions {
 // `after`, at most `limit`. Throws SqlTimeoutError when the budget runs
 // out, StoreError when the store cannot be read.
 [[nodiscard]] std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
-                                                         const MinionReportOptions& options);
+                                                          const MinionReportOptions& options);
 
 // A minion's last highstate: its return to its newest job that ran
 // state.highstate, or state.apply without state names (its arguments are
@@ -63,7 +63,7 @@ struct MinionReportOptions {
 // Salt's highstate summary counts them.
 struct StateRun {
   std::string jid;
-  std::string function;      // state.highstate or state.apply
+  std::string function;  // state.highstate or state.apply
   std::optional<Micros> received;
   std::int64_t succeeded = 0;  // result not false (changed ones included)
   std::int64_t changed = 0;    // with non-empty changes
@@ -79,10 +79,9 @@ struct StateRun {
 // returns to its newest `look_back` state.highstate/state.apply jobs;
 // nullopt when none of them is one. `timeout` is the budget of the whole
 // call. Throws as ReadMinionRecords.
-[[nodiscard]] std::vector<std::optional<StateRun>> ReadLastHighstates(const std::string& database,
-                                                                      const std::vector<std::string>& minions,
-                                                                      std::chrono::milliseconds timeout,
-                                                                      int look_back = 20);
+[[nodiscard]] std::vector<std::optional<StateRun>> ReadLastHighstates(
+    const std::string& database, const std::vector<std::string>& minions,
+    std::chrono::milliseconds timeout, int look_back = 20);
 
 // The SQL texts of this module on `database`'s kind, with their named
 // parameters, so tests can check their plans. Throws nothing.
