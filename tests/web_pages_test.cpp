@@ -644,6 +644,44 @@ TEST_CASE(
   CHECK(nobody.Find("last_highstate")->is_null());
 }
 
+TEST_CASE(
+    "web pages: a last highstate is state.highstate or state.apply with keyword arguments only",
+    "[web][web-pages]") {
+  Site w;
+  {
+    auto s = brine::store::OpenStore(w.dir / "brine.sqlite");
+    const Value ok_state = brine::ParseJson(
+        R"({"file_|-motd_|-/etc/motd_|-managed": {"__id__": "motd", "result": true, "comment": "",
+            "changes": {"diff": "new"}, "__run_num__": 0}})");
+    // Newer than the highstate of 09:30, but naming a state: not a highstate.
+    s->SaveLoad(JidAt(10), brine::ParseJson(R"({"fun":"state.apply","arg":["nginx"],"tgt":"db1"})"),
+                std::vector<std::string>{"db1"});
+    (void)s->Returner(Value::Map({{"id", "db1"},
+                                  {"jid", JidAt(10)},
+                                  {"fun", "state.apply"},
+                                  {"return", ok_state},
+                                  {"retcode", 0}}));
+    CHECK(*w.Json("/minions/db1?format=json").Find("last_highstate")->FindString("jid") ==
+          JidAt(30));
+    // test=True only: a highstate, with one changed state.
+    s->SaveLoad(JidAt(5),
+                brine::ParseJson(
+                    R"({"fun":"state.apply","arg":[{"test":true,"__kwarg__":true}],"tgt":"db1"})"),
+                std::vector<std::string>{"db1"});
+    (void)s->Returner(Value::Map({{"id", "db1"},
+                                  {"jid", JidAt(5)},
+                                  {"fun", "state.apply"},
+                                  {"return", ok_state},
+                                  {"retcode", 0}}));
+  }
+  const Value run = *w.Json("/minions/db1?format=json").Find("last_highstate");
+  CHECK(*run.FindString("jid") == JidAt(5));
+  CHECK(run.Find("succeeded")->as_int() == 1);
+  CHECK(run.Find("changed")->as_int() == 1);
+  CHECK(run.Find("failed")->as_int() == 0);
+  CHECK(!run.Find("not_states")->as_bool());
+}
+
 TEST_CASE("web pages: the minion report's queries search indexes and never scan ret, on SQLite",
           "[web][web-pages][plan]") {
   Site w;
