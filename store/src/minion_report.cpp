@@ -25,44 +25,49 @@ struct Dialect {
   const char* one_return;
 };
 
+// The same text on both: a return by its jid and minion, through the jid and
+// name indexes and ret's (job_id, minion_id) index.
+constexpr const char* kOneReturn =
+    "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
+    " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)";
+
 constexpr Dialect kSqlite = {
     .records =
         "SELECT m.name, count(*), count(r.id), count(f.id),"
-        " (SELECT l.recv_us FROM ret AS l WHERE l.minion_id = m.id ORDER BY l.job_id DESC LIMIT 1)"
+        " (SELECT l.recv_us FROM ret AS l WHERE l.minion_id = m.id"
+        "  ORDER BY l.job_id DESC LIMIT 1)"
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
-        " LEFT JOIN ret AS r INDEXED BY ret_job_minion ON r.job_id = jm.job_id AND r.minion_id = "
-        "jm.minion_id"
+        " LEFT JOIN ret AS r INDEXED BY ret_job_minion"
+        "  ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
         " LEFT JOIN ret AS f INDEXED BY ret_failed_job"
-        "  ON f.job_id = jm.job_id AND f.minion_id = jm.minion_id AND (f.retcode <> 0 OR f.success "
-        "= 0)"
-        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max AND m.name > :after AND (:only = '' OR "
-        "m.name = :only)"
+        "  ON f.job_id = jm.job_id AND f.minion_id = jm.minion_id"
+        "  AND (f.retcode <> 0 OR f.success = 0)"
+        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max"
+        " AND m.name > :after AND (:only = '' OR m.name = :only)"
         " GROUP BY m.id, m.name ORDER BY m.name LIMIT :limit",
     .state_jobs =
         "SELECT j.jid, j.fun, j.load, r.recv_us FROM ret AS r JOIN job AS j ON j.id = r.job_id"
         " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
         " AND j.fun IN ('state.highstate', 'state.apply')"
         " ORDER BY r.job_id DESC LIMIT :look_back",
-    .one_return =
-        "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
-        " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)",
+    .one_return = kOneReturn,
 };
 
+// Names compare as bytes (COLLATE "C"), as on SQLite, so paging agrees.
 constexpr Dialect kPostgres = {
     .records =
-        "SELECT m.name, count(*), count(r.id), count(*) FILTER (WHERE r.retcode <> 0 OR NOT "
-        "r.success),"
-        " (SELECT (extract(epoch FROM l.recv) * 1000000)::bigint FROM ret AS l WHERE l.minion_id = "
-        "m.id"
-        "  ORDER BY l.job_id DESC LIMIT 1)"
+        "SELECT m.name, count(*), count(r.id),"
+        " count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success),"
+        " (SELECT (extract(epoch FROM l.recv) * 1000000)::bigint FROM ret AS l"
+        "  WHERE l.minion_id = m.id ORDER BY l.job_id DESC LIMIT 1)"
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
         " LEFT JOIN ret AS r ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
-        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max AND m.name COLLATE \"C\" > :after AND "
-        "(:only = '' OR m.name = :only)"
+        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max"
+        " AND m.name COLLATE \"C\" > :after AND (:only = '' OR m.name = :only)"
         " GROUP BY m.id, m.name ORDER BY m.name COLLATE \"C\" LIMIT :limit",
     .state_jobs =
         "SELECT j.jid, j.fun, j.load, (extract(epoch FROM r.recv) * 1000000)::bigint"
@@ -70,9 +75,7 @@ constexpr Dialect kPostgres = {
         " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
         " AND j.fun IN ('state.highstate', 'state.apply')"
         " ORDER BY r.job_id DESC LIMIT :look_back",
-    .one_return =
-        "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
-        " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)",
+    .one_return = kOneReturn,
 };
 
 const Dialect& DialectOf(const std::string& database) {
