@@ -11,6 +11,7 @@
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "brine/store/active_jobs.h"
 #include "functions.h"
 #include "brine/args/times.h"
 
@@ -347,72 +348,19 @@ store::JobFilter BuildFilter(Context& ctx, const Value& search_metadata, const V
 }
 
 Value Active(Context& ctx) {
-  auto& store = ctx.Store();
-  const auto now = ctx.clock().Now();
   const auto window = std::chrono::seconds(ctx.config().brine.active_window_s);
-  const std::string since = FormatJid(now - window);
-
-  // The newest saltutil.find_job answer per (jid, minion) within the window.
-  std::map<std::string, std::map<std::string, Value>> pids;  // jid -> minion -> pid
-  store::JobFilter finds;
-  finds.jid_min = since;
-  finds.function_globs = {"saltutil.find_job"};
-  for (const auto& find : store.GetJids(finds)) {
-    // The jid polled is find_job's first argument; a reply names it too while
-    // the job runs, and is {} once the job no longer runs on that minion.
-    const Value* args = find.load.Find("arg");
-    const Value* polled = args != nullptr && args->is_list() && !args->as_list().empty() ? &args->as_list()[0] : nullptr;
-    const Value returns = store.GetJidFull(find.jid);
-    for (const auto& [minion, full] : returns.as_map()) {
-      const Value* r = full.Find("return");
-      if (r == nullptr || !r->is_map()) continue;
-      const std::string* jid = r->FindString("jid");
-      if (jid == nullptr && polled != nullptr && polled->is_string()) jid = &polled->as_string();
-      if (jid == nullptr) continue;
-      // Later finds overwrite earlier ones; a reply without a pid says "not running".
-      if (const Value* pid = r->Find("pid"); pid != nullptr) {
-        pids[*jid][minion] = *pid;
-      } else if (auto it = pids.find(*jid); it != pids.end()) {
-        it->second.erase(minion);
-      }
-    }
-  }
-  std::set<std::string> candidates;
-  for (const auto& [jid, _] : pids) candidates.insert(jid);
-  store::JobFilter young;
-  young.jid_min = since;
-  young.exclude_functions = {"saltutil.find_job"};
-  for (const auto& job : store.GetJids(young)) candidates.insert(job.jid);
-
   Value out = Value::EmptyMap();
-  for (const std::string& jid : candidates) {
-    const Value load = store.GetLoad(jid);
-    if (!load.is_map() || load.as_map().empty()) continue;
-    const Value result = store.GetJid(jid);
-    const auto start = JidToMicros(jid);
-    const bool is_young = start && *start >= now - window;
-    Value running = Value::EmptyList();
-    if (const Value* minions = load.Find("Minions"); minions != nullptr) {
-      for (const Value& m : minions->as_list()) {
-        const std::string& name = m.as_string();
-        if (result.Find(name) != nullptr) continue;
-        auto pj = pids.find(jid);
-        if (pj != pids.end() && pj->second.count(name) > 0) {
-          running.as_list().push_back(Value(ValueMap{{name, pj->second[name]}}));
-        } else if (is_young) {
-          running.as_list().push_back(Value(ValueMap{{name, Value()}}));
-        }
-      }
-    }
-    if (running.as_list().empty()) continue;
-    Value rec = FormatJobPrivate(load);
+  for (store::ActiveJob& job : store::FindActiveJobs(ctx.Store(), ctx.clock().Now(), window)) {
+    Value rec = FormatJobPrivate(job.load);
     rec.Erase("Minions");
-    rec.Set("StartTime", StartTime(jid));
+    rec.Set("StartTime", StartTime(job.jid));
+    Value running = Value::EmptyList();
+    for (auto& [minion, pid] : job.running) running.as_list().push_back(Value(ValueMap{{minion, std::move(pid)}}));
     rec.Set("Running", std::move(running));
     Value returned = Value::EmptyList();
-    for (const auto& [minion, _] : result.as_map()) returned.as_list().emplace_back(minion);
+    for (const std::string& minion : job.returned) returned.as_list().emplace_back(minion);
     rec.Set("Returned", std::move(returned));
-    out.as_map().emplace_back(jid, std::move(rec));
+    out.as_map().emplace_back(job.jid, std::move(rec));
   }
   return out;
 }

@@ -53,3 +53,67 @@ if (button) {
   });
 }
 render(stored());
+
+// The overview's charts: each <canvas data-series="[{hour, jobs, ...}]"> is
+// drawn by Chart.js (Debian's libjs-chart.js, embedded in brine-web), loaded
+// from data-chart-src only on a page that has a chart.
+const SERIES = [
+  ["jobs", "Jobs", "#2e86c1"],
+  ["returns", "Returns", "#1e8449"],
+  ["failures", "Failures", "#c0392b"],
+  ["events", "Events", "#8e44ad"],
+];
+
+function hourLabel(iso) {
+  const d = new Date(iso);
+  if (document.documentElement.dataset.timezone === "local") {
+    return `${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:00`;
+  }
+  return `${iso.slice(5, 10)} ${iso.slice(11, 13)}:00`;
+}
+
+function drawChart(canvas) {
+  const rows = JSON.parse(canvas.dataset.series);
+  const dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  window.Chart.defaults.color = dark ? "#ddd" : "#333";
+  const chart = new window.Chart(canvas, {
+    type: "line",
+    data: {
+      labels: rows.map((r) => hourLabel(r.hour)),
+      datasets: SERIES.map(([key, label, color]) => ({
+        label,
+        data: rows.map((r) => r[key]),
+        borderColor: color,
+        backgroundColor: color,
+        pointRadius: 0,
+        borderWidth: 2,
+      })),
+    },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      interaction: { mode: "index", intersect: false },
+      scales: { x: { ticks: { maxTicksLimit: 12 } }, y: { beginAtZero: true } },
+    },
+  });
+  canvas.dataset.drawn = "true";
+  return chart;
+}
+
+const canvases = document.querySelectorAll("canvas[data-series][data-chart-src]");
+if (canvases.length > 0) {
+  const script = document.createElement("script");
+  script.src = canvases[0].dataset.chartSrc;
+  script.addEventListener("load", () => {
+    const charts = [...canvases].map(drawChart);
+    // Redraw the hour labels when the time toggle changes zone.
+    document.getElementById("tz-toggle")?.addEventListener("click", () => {
+      charts.forEach((chart, i) => {
+        chart.data.labels = JSON.parse(canvases[i].dataset.series).map((r) => hourLabel(r.hour));
+        chart.update();
+      });
+    });
+  });
+  document.head.appendChild(script);
+}

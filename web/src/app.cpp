@@ -141,7 +141,7 @@ Response App::Handle(const Request& request) {
 
 Response App::StartSession(const std::string& user) {
   const std::string id = sessions_.Create(user);
-  Response r = Redirect(options_.base_path + "queues");
+  Response r = Redirect(options_.base_path);
   r.headers.emplace_back("Set-Cookie", std::string(kSessionCookie) + "=" + id + "; Path=" + options_.base_path +
                                            "; HttpOnly; SameSite=Strict");
   r.headers.emplace_back("Set-Cookie", std::string(kLoginCsrfCookie) + "=; Path=" + options_.base_path +
@@ -228,7 +228,22 @@ Response App::Route(const Request& request, const std::string& path) {
     return HtmlResponse(200, Layout(ctx, "Log out", Html::Literal("<h1>Log out</h1><p>Use the button above.</p>")));
   }
   if (request.method == "POST") return Text(405, "method not allowed");
-  if (path.empty() || path == "queues") return QueuesPage(ctx, options_.database, format);
+  // The pages of h28-pages: the overview, jobs, minions, active, failures.
+  if (path == "minions") return MinionsPage(ctx, options_.database, request, clock_.Now());
+  if (path.starts_with("minions/") && path.size() > 8 && path.size() <= 8 + 1024) {
+    return MinionPage(ctx, options_.database, path.substr(8), request, clock_.Now());
+  }
+  if (path.empty() || path == "jobs" || path == "active" || path == "failures") {
+    auto lease = stores_->Take();
+    if (path.empty()) return OverviewPage(ctx, *lease, options_.database, request, clock_.Now());
+    if (path == "jobs") {
+      return JobsPage(ctx, *lease, request,
+                      {.hide_functions = options_.hide_functions, .time_budget = options_.page_budget});
+    }
+    if (path == "active") return ActivePage(ctx, *lease, request, clock_.Now(), options_.active_window);
+    return FailuresPage(ctx, *lease, request, clock_.Now());
+  }
+  if (path == "queues") return QueuesPage(ctx, options_.database, format);
   if (path.starts_with("jobs/")) {
     const std::string jid = path.substr(5);
     if (jid.empty() || jid.size() > 64) return Text(404, "not found");

@@ -113,7 +113,9 @@ int Run(const std::filesystem::path& config_dir, std::ostream& err) {
            .token = token,
            .base_path = cfg.brine.web_base_path,
            .hosts = cfg.brine.web_hosts,
-           .trust_remote_user = cfg.brine.web_trust_remote_user});
+           .trust_remote_user = cfg.brine.web_trust_remote_user,
+           .hide_functions = cfg.brine.web_hide_functions,
+           .active_window = std::chrono::seconds(cfg.brine.active_window_s)});
   std::unique_ptr<HttpServer> server;
   try {
     server = std::make_unique<HttpServer>(HttpServer::Options{.bind = cfg.brine.web_bind, .port = cfg.brine.web_port},

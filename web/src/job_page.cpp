@@ -8,20 +8,11 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/output/outputters.h"
+#include "page_parts.h"
 #include "pages.h"
 
 namespace brine::web {
 namespace {
-
-// A state return: a non-empty map whose every key is "mod_|-id_|-name_|-fun"
-// and every value a map with "result".
-bool IsStateReturn(const Value& ret) {
-  if (!ret.is_map() || ret.as_map().empty()) return false;
-  for (const auto& [key, state] : ret.as_map()) {
-    if (key.find("_|-") == std::string::npos || !state.is_map() || state.Find("result") == nullptr) return false;
-  }
-  return true;
-}
 
 double Number(const Value* v) {
   if (v == nullptr) return 0;

@@ -23,6 +23,10 @@ Html Layout(const PageContext& ctx, std::string_view title, const Html& body) {
               Html::Literal("\"><link rel=\"stylesheet\" href=\"") + base + Escape(AssetPath("brine.css")) +
               Html::Literal("\"><script type=\"module\" src=\"") + base + Escape(AssetPath("brine.js")) +
               Html::Literal("\"></script></head><body><header><strong>brine</strong><nav>") +
+              Html::Literal("<a href=\"") + base + Html::Literal("\">Overview</a><a href=\"") + base +
+              Html::Literal("jobs\">Jobs</a><a href=\"") + base +
+              Html::Literal("minions\">Minions</a><a href=\"") + base + Html::Literal("active\">Active</a><a href=\"") + base +
+              Html::Literal("failures\">Failures</a>") +
               Html::Literal("<a href=\"") + base + Html::Literal("queues\">Queues</a></nav>") +
               Html::Literal("<span class=\"spacer\"></span>") +
               Html::Literal("<button type=\"button\" id=\"tz-toggle\" hidden>Times: UTC</button>");

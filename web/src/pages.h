@@ -3,8 +3,10 @@
 // HTML, JSON and CSV forms.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "brine/core/value.h"
@@ -42,5 +44,28 @@ struct PageContext {
 // /jobs/<jid> from `store`.
 [[nodiscard]] Response JobPage(const PageContext& ctx, store::Store& store, const std::string& jid,
                                const std::string& format);
+
+// The pages of the overview, /jobs, /minions, /failures and /active (docs/web.md).
+// Each reads `store` (leased by the caller for this request) with one bounded query.
+struct JobsPageOptions {
+  std::vector<std::string> hide_functions;     // brine.web_hide_functions, unless hidden=show
+  std::chrono::milliseconds time_budget{2000};  // a partial page after this
+};
+// /jobs (?format=json|csv); ?jid=X answers 303 to jobs/X.
+[[nodiscard]] Response JobsPage(const PageContext& ctx, store::Store& store, const Request& request,
+                                const JobsPageOptions& options);
+// /, the overview at `now`, over the store at `database` (for its size).
+[[nodiscard]] Response OverviewPage(const PageContext& ctx, store::Store& store, const std::filesystem::path& database,
+                                    const Request& request, Micros now);
+// /active: jobs still running at `now`, as brine-run jobs.active finds them.
+[[nodiscard]] Response ActivePage(const PageContext& ctx, store::Store& store, const Request& request, Micros now,
+                                  std::chrono::seconds window);
+// /minions over the store at `database` (store/minion_report.h), and /minions/<id>.
+[[nodiscard]] Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
+                                   const Request& request, Micros now);
+[[nodiscard]] Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
+                                  const std::string& minion, const Request& request, Micros now);
+// /failures: failed returns and failed states of the newest failed jobs in a window.
+[[nodiscard]] Response FailuresPage(const PageContext& ctx, store::Store& store, const Request& request, Micros now);
 
 }  // namespace brine::web

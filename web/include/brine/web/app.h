@@ -6,12 +6,17 @@
 // Routes, under Options::base_path (default "/"):
 //   GET  login[?token=T]  the login form; with a token: checks it in constant
 //                         time and, when right, starts a session and answers
-//                         303 to queues with the session cookie (the token
+//                         303 to the overview with the session cookie (the token
 //                         leaves the URL). Failures count towards the limit.
 //   POST login            the form: token + csrf (double-submit, against the
 //                         brine_login_csrf cookie).
 //   GET  logout           a page with the logout button; POST logout (csrf)
 //                         ends the session.
+//   GET  (empty)          the overview: hourly charts, ingest, lag, size, latest failures
+//   GET  jobs             the job history, filtered and paged (?format=json|csv)
+//   GET  minions          each minion's record in a window (?format=json|csv); minions/<id> one
+//   GET  active           jobs still running (?format=json|csv)
+//   GET  failures         failed returns and states in a window (?format=json|csv)
 //   GET  queues           queue names, lengths and items (?format=json|csv).
 //   GET  jobs/<jid>       a job's load and returns (?format=json).
 //   GET  static/<name>.<hash>.<ext>  the embedded assets, immutable.
@@ -47,6 +52,10 @@ class App {
     Sessions::Limits session_limits{};
     std::size_t max_login_failures = 10;  // per login_window
     std::chrono::seconds login_window{60};
+    // The pages' settings (web/src/pages.h).
+    std::vector<std::string> hide_functions;          // brine.web_hide_functions
+    std::chrono::milliseconds page_budget{2000};      // /jobs's time budget for unindexed filters
+    std::chrono::seconds active_window{300};          // brine.active_window_s, for /active
   };
   explicit App(Options options);
   ~App();

@@ -1,0 +1,90 @@
+// brine::store minion reports: each minion's record over a window of jobs
+// (Alcali's "conformity", brine-web's /minions and /minions/<id>).
+//
+// Reads through the SQL engine of sql.h (read-only as each database enforces
+// it, a connection per call, under a time budget), with one text per dialect
+// chosen here.
+//
+// Cost (docs/web.md, "/minions"): ReadMinionRecords reads the window's jobs
+// through the jid index, their expected minions (job_minion's primary key)
+// and each one's return (ret's (job_id, minion_id) index), grouped by
+// minion: proportional to the window's (job, expected minion) pairs, never to
+// the store; plus, per minion listed, one descending search of ret_minion
+// (minion_id, job_id) for its newest return. ReadStateRuns is one descending
+// search of ret_minion for that minion, joined to job by key. Neither scans
+// ret or event (tests/web_pages_test.cpp checks both plans).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "brine/core/time.h"
+#include "brine/core/value.h"
+#include "brine/store/errors.h"
+
+namespace brine::store {
+
+// One minion over the jobs of a window.
+struct MinionRecord {
+  std::string minion;
+  std::int64_t targeted = 0;  // jobs of the window that expected it
+  std::int64_t returned = 0;  // of those, with its return
+  std::int64_t failed = 0;    // of those returns, failed (retcode not 0 or success false)
+  std::int64_t missing = 0;   // targeted - returned
+  // Arrival of its return to its newest job (any time, not only the window):
+  // the last time it was heard from in the job cache; nullopt: never.
+  std::optional<Micros> last_return;
+};
+
+struct MinionReportOptions {
+  // The window: jobs whose jid is in [jid_min, jid_max] (jid texts, as JobFilter's).
+  std::string jid_min;
+  std::string jid_max;
+  // Keyset paging: only minions whose name sorts after this one (bytes).
+  std::string after;
+  // When not empty: this minion only.
+  std::string only;
+  std::int64_t limit = 100;  // minions per answer
+  std::chrono::milliseconds timeout{5000};
+};
+
+// The minions the window's jobs expected, in name order (bytes), after
+// `after`, at most `limit`. Throws SqlTimeoutError when the budget runs
+// out, StoreError when the store cannot be read.
+[[nodiscard]] std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
+                                                          const MinionReportOptions& options);
+
+// A minion's last highstate: its return to its newest job that ran
+// state.highstate, or state.apply without state names (its arguments are
+// only keyword arguments, e.g. test=True), with the states counted as
+// Salt's highstate summary counts them.
+struct StateRun {
+  std::string jid;
+  std::string function;  // state.highstate or state.apply
+  std::optional<Micros> received;
+  std::int64_t succeeded = 0;  // result not false (changed ones included)
+  std::int64_t changed = 0;    // with non-empty changes
+  std::int64_t failed = 0;     // result false
+  // The failed states' IDs (`__id__`, else the state's key), in run order.
+  std::vector<std::string> failed_ids;
+  // True when the return was not a map of states (a render error: Salt
+  // returns a list of messages); the counts are then 0 and the run failed.
+  bool not_states = false;
+};
+
+// Each of `minions`' last highstate (in their order), looking at its
+// returns to its newest `look_back` state.highstate/state.apply jobs;
+// nullopt when none of them is one. `timeout` is the budget of the whole
+// call. Throws as ReadMinionRecords.
+[[nodiscard]] std::vector<std::optional<StateRun>> ReadLastHighstates(
+    const std::string& database, const std::vector<std::string>& minions,
+    std::chrono::milliseconds timeout, int look_back = 20);
+
+// The SQL texts of this module on `database`'s kind, with their named
+// parameters, so tests can check their plans. Throws nothing.
+[[nodiscard]] std::vector<std::string> MinionReportQueries(const std::string& database);
+
+}  // namespace brine::store

@@ -1,0 +1,223 @@
+// Minion reports from the store (minion_report.h), through sql.h's engine,
+// one text per dialect.
+#include "brine/store/minion_report.h"
+
+#include <algorithm>
+
+#include "brine/core/database.h"
+#include "brine/core/json.h"
+#include "brine/store/sql.h"
+
+namespace brine::store {
+namespace {
+
+struct Dialect {
+  // On SQLite both covering indexes answer, as minion_job_outcome does
+  // (migration 0008): no return row is read, 2.6 times faster than reading
+  // retcode and success from each return (3,000 jobs x 200 minions: 0.31 s
+  // against 0.80 s).
+  // :jid_min, :jid_max, :after, :only, :limit. Columns: name, targeted,
+  // returned, failed, the newest return's arrival (µs or NULL).
+  const char* records;
+  // :minion, :look_back. Columns: jid, fun, load, arrival (µs).
+  const char* state_jobs;
+  // :minion, :jid. Column: full_ret.
+  const char* one_return;
+};
+
+// The same text on both: a return by its jid and minion, through the jid and
+// name indexes and ret's (job_id, minion_id) index.
+constexpr const char* kOneReturn =
+    "SELECT r.full_ret FROM ret AS r WHERE r.job_id = (SELECT id FROM job WHERE jid = :jid)"
+    " AND r.minion_id = (SELECT id FROM minion WHERE name = :minion)";
+
+constexpr Dialect kSqlite = {
+    .records =
+        "SELECT m.name, count(*), count(r.id), count(f.id),"
+        " (SELECT l.recv_us FROM ret AS l WHERE l.minion_id = m.id"
+        "  ORDER BY l.job_id DESC LIMIT 1)"
+        " FROM job AS j"
+        " JOIN job_minion AS jm ON jm.job_id = j.id"
+        " JOIN minion AS m ON m.id = jm.minion_id"
+        " LEFT JOIN ret AS r INDEXED BY ret_job_minion"
+        "  ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
+        " LEFT JOIN ret AS f INDEXED BY ret_failed_job"
+        "  ON f.job_id = jm.job_id AND f.minion_id = jm.minion_id"
+        "  AND (f.retcode <> 0 OR f.success = 0)"
+        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max"
+        " AND m.name > :after AND (:only = '' OR m.name = :only)"
+        " GROUP BY m.id, m.name ORDER BY m.name LIMIT :limit",
+    .state_jobs =
+        "SELECT j.jid, j.fun, j.load, r.recv_us FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+        " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
+        " AND j.fun IN ('state.highstate', 'state.apply')"
+        " ORDER BY r.job_id DESC LIMIT :look_back",
+    .one_return = kOneReturn,
+};
+
+// Names compare as bytes (COLLATE "C"), as on SQLite, so paging agrees.
+constexpr Dialect kPostgres = {
+    .records =
+        "SELECT m.name, count(*), count(r.id),"
+        " count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success),"
+        " (SELECT (extract(epoch FROM l.recv) * 1000000)::bigint FROM ret AS l"
+        "  WHERE l.minion_id = m.id ORDER BY l.job_id DESC LIMIT 1)"
+        " FROM job AS j"
+        " JOIN job_minion AS jm ON jm.job_id = j.id"
+        " JOIN minion AS m ON m.id = jm.minion_id"
+        " LEFT JOIN ret AS r ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
+        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max"
+        " AND m.name COLLATE \"C\" > :after AND (:only = '' OR m.name = :only)"
+        " GROUP BY m.id, m.name ORDER BY m.name COLLATE \"C\" LIMIT :limit",
+    .state_jobs =
+        "SELECT j.jid, j.fun, j.load, (extract(epoch FROM r.recv) * 1000000)::bigint"
+        " FROM ret AS r JOIN job AS j ON j.id = r.job_id"
+        " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
+        " AND j.fun IN ('state.highstate', 'state.apply')"
+        " ORDER BY r.job_id DESC LIMIT :look_back",
+    .one_return = kOneReturn,
+};
+
+const Dialect& DialectOf(const std::string& database) {
+  return IsServerDatabaseUri(database) ? kPostgres : kSqlite;
+}
+
+std::vector<std::vector<Value>> Rows(const SqlEngine& engine, const char* sql,
+                                     const ValueMap& params, std::chrono::milliseconds timeout) {
+  std::vector<std::vector<Value>> rows;
+  engine.Run(sql, params, {.timeout = timeout, .row_limit = 100000},
+             [&](SqlResult&& r) { rows = std::move(r.rows); });
+  return rows;
+}
+
+std::int64_t IntOf(const Value& v) {
+  if (v.is_int())
+    return v.kind() == Value::Kind::kInt ? v.as_int() : static_cast<std::int64_t>(v.as_uint());
+  if (v.is_float()) return static_cast<std::int64_t>(v.as_float());
+  if (v.is_string()) return std::stoll(v.as_string());
+  return 0;
+}
+
+std::optional<Micros> TimeOf(const Value& v) {
+  if (v.is_null()) return std::nullopt;
+  return FromUnixMicros(IntOf(v));
+}
+
+// state.apply without state names: every argument is a keyword argument
+// (a map marked __kwarg__) or a key=value word.
+bool NamesNoStates(const Value& load) {
+  const Value* args = load.Find("arg");
+  if (args == nullptr || args->is_null()) return true;
+  if (!args->is_list()) return false;
+  return std::all_of(args->as_list().begin(), args->as_list().end(), [](const Value& a) {
+    if (a.is_map()) return a.Find("__kwarg__") != nullptr;
+    return a.is_string() && a.as_string().find('=') != std::string::npos;
+  });
+}
+
+double RunNum(const Value& state) {
+  const Value* n = state.Find("__run_num__");
+  if (n == nullptr) return 0;
+  return n->is_float() ? n->as_float() : static_cast<double>(IntOf(*n));
+}
+
+void CountStates(const Value& full_ret, StateRun& run) {
+  const Value* ret = full_ret.Find("return");
+  if (ret == nullptr || !ret->is_map()) {
+    run.not_states = true;
+    return;
+  }
+  std::vector<std::pair<double, std::string>> failed;
+  for (const auto& [key, state] : ret->as_map()) {
+    if (!state.is_map()) continue;
+    const Value* result = state.Find("result");
+    const Value* changes = state.Find("changes");
+    if (result != nullptr && result->is_bool() && !result->as_bool()) {
+      ++run.failed;
+      const std::string* id = state.FindString("__id__");
+      failed.emplace_back(RunNum(state), id != nullptr ? *id : key);
+      continue;
+    }
+    ++run.succeeded;
+    if (changes != nullptr && changes->Truthy()) ++run.changed;
+  }
+  std::stable_sort(failed.begin(), failed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& [n, id] : failed) run.failed_ids.push_back(std::move(id));
+}
+
+std::chrono::milliseconds Left(std::chrono::steady_clock::time_point deadline) {
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      deadline - std::chrono::steady_clock::now()));
+}
+
+std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d,
+                                      const std::string& minion,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      int look_back) {
+  const auto jobs =
+      Rows(engine, d.state_jobs, {{"minion", Value(minion)}, {"look_back", Value(look_back)}},
+           Left(deadline));
+  for (const auto& row : jobs) {
+    const std::string& fun = row[1].as_string();
+    if (fun == "state.apply" &&
+        !(row[2].is_string() && NamesNoStates(ParseJson(row[2].as_string()))))
+      continue;
+    StateRun run{.jid = row[0].as_string(), .function = fun, .received = TimeOf(row[3])};
+    const auto ret = Rows(engine, d.one_return,
+                          {{"minion", Value(minion)}, {"jid", Value(run.jid)}}, Left(deadline));
+    if (!ret.empty() && ret[0][0].is_string()) CountStates(ParseJson(ret[0][0].as_string()), run);
+    return run;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
+                                            const MinionReportOptions& options) {
+  const auto engine = OpenSqlEngine(database);
+  const auto rows = Rows(*engine, DialectOf(database).records,
+                         {{"jid_min", Value(options.jid_min)},
+                          {"jid_max", Value(options.jid_max)},
+                          {"after", Value(options.after)},
+                          {"only", Value(options.only)},
+                          {"limit", Value(options.limit)}},
+                         options.timeout);
+  std::vector<MinionRecord> out;
+  for (const auto& row : rows) {
+    MinionRecord r{.minion = row[0].as_string(),
+                   .targeted = IntOf(row[1]),
+                   .returned = IntOf(row[2]),
+                   .failed = IntOf(row[3]),
+                   .last_return = TimeOf(row[4])};
+    r.missing = r.targeted - r.returned;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::optional<StateRun>> ReadLastHighstates(const std::string& database,
+                                                        const std::vector<std::string>& minions,
+                                                        std::chrono::milliseconds timeout,
+                                                        int look_back) {
+  const auto engine = OpenSqlEngine(database);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<std::optional<StateRun>> out;
+  for (const std::string& minion : minions) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      throw SqlTimeoutError("minion report: the read ran out of its time budget");
+    out.push_back(LastHighstate(*engine, DialectOf(database), minion, deadline, look_back));
+  }
+  return out;
+}
+
+std::vector<std::string> MinionReportQueries(const std::string& database) {
+  const Dialect& d = DialectOf(database);
+  return {d.records, d.state_jobs, d.one_return};
+}
+
+}  // namespace brine::store

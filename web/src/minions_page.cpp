@@ -1,0 +1,260 @@
+// /minions and /minions/<id>: each minion's record over a window of jobs
+// (since/until; the last 24 hours by default): targeted, returned, failed,
+// missing; when it was last heard from (its return to its newest job); and
+// its last highstate (state.highstate, or state.apply without state names)
+// with its succeeded, changed and failed states. Alcali's conformity view,
+// read through store/minion_report.h: the window's jobs by jid, never the
+// whole store, a page of minions at a time (after=<name>), under a budget.
+#include <charconv>
+
+#include "brine/core/json.h"
+#include "brine/output/rows.h"
+#include "brine/store/minion_report.h"
+#include "brine/store/sql.h"
+#include "page_parts.h"
+#include "pages.h"
+
+namespace brine::web {
+namespace {
+
+constexpr std::int64_t kDefaultLimit = 50;
+constexpr std::int64_t kMaxLimit = 500;
+constexpr auto kBudget = std::chrono::milliseconds(5000);
+
+Value TimeJson(const std::optional<Micros>& t) { return t ? Value(IsoTime(*t)) : Value(); }
+
+Value HighstateJson(const std::optional<store::StateRun>& run) {
+  if (!run) return Value();
+  ValueList ids;
+  for (const std::string& id : run->failed_ids) ids.emplace_back(id);
+  return Value::Map({{"jid", run->jid},
+                     {"function", run->function},
+                     {"received", TimeJson(run->received)},
+                     {"succeeded", run->succeeded},
+                     {"changed", run->changed},
+                     {"failed", run->failed},
+                     {"failed_states", Value(std::move(ids))},
+                     {"not_states", run->not_states}});
+}
+
+Value RecordJson(const store::MinionRecord& r, const std::optional<store::StateRun>& run) {
+  return Value::Map({{"minion", r.minion},
+                     {"targeted", r.targeted},
+                     {"returned", r.returned},
+                     {"failed", r.failed},
+                     {"missing", r.missing},
+                     {"last_seen", TimeJson(r.last_return)},
+                     {"last_highstate", HighstateJson(run)}});
+}
+
+Html HighstateCell(const PageContext& ctx, const std::optional<store::StateRun>& run) {
+  if (!run) return Html::Literal("<span class=\"muted\">none</span>");
+  Html h = Html::Literal("<a href=\"") + Escape(ctx.base_path + "jobs/" + UrlEncode(run->jid)) +
+           Html::Literal("\">") + (run->received ? TimeElement(*run->received) : Escape(run->jid)) +
+           Html::Literal("</a> ");
+  if (run->not_states)
+    return h + Html::Literal("<span class=\"state-failed\">not a state return</span>");
+  return h + Html::Literal("<span class=\"highstate-counts\">") +
+         Escape(std::to_string(run->succeeded) + " ok, ") +
+         Html::Literal("<span class=\"result-changed\">") +
+         Escape(std::to_string(run->changed) + " changed") + Html::Literal("</span>, ") +
+         (run->failed > 0 ? Html::Literal("<span class=\"state-failed\">")
+                          : Html::Literal("<span>")) +
+         Escape(std::to_string(run->failed) + " failed") + Html::Literal("</span></span>");
+}
+
+Html WindowForm(const PageContext& ctx, const Request& request, const Window& w,
+                const std::string& action) {
+  return Html::Literal("<form class=\"filters\" id=\"window\" method=\"get\" action=\"") +
+         Escape(ctx.base_path + action) +
+         Html::Literal("\"><label>Since <input name=\"since\" value=\"") +
+         Escape(request.Query("since")) + Html::Literal("\" placeholder=\"") +
+         Escape(IsoTime(w.since)) +
+         Html::Literal("\"></label> <label>Until <input name=\"until\" value=\"") +
+         Escape(request.Query("until")) +
+         Html::Literal(
+             "\" placeholder=\"now\"></label> <button type=\"submit\">Show</button></form>");
+}
+
+Response TooBig(const PageContext& ctx, const std::string& format) {
+  const std::string message =
+      "the window holds more jobs than the time budget can read: narrow it (since, until)";
+  if (format == "json" || format == "csv")
+    return JsonResponse(503, Value::Map({{"error", message}}));
+  return HtmlResponse(503,
+                      Layout(ctx, "Minions",
+                             Html::Literal("<h1>Minions</h1><p class=\"error\" id=\"message\">") +
+                                 Escape(message) + Html::Literal("</p>")));
+}
+
+}  // namespace
+
+Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
+                     const Request& request, Micros now) {
+  const std::string format = request.Query("format");
+  const auto window = WindowOf(request, now);
+  if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
+  const Window& w = std::get<Window>(window);
+  std::int64_t limit = kDefaultLimit;
+  if (const std::string text = request.Query("limit"); !text.empty()) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
+    if (ec != std::errc() || end != text.data() + text.size() || limit < 1 || limit > kMaxLimit) {
+      return BadRequest(ctx, format,
+                        "limit: expected a number from 1 to " + std::to_string(kMaxLimit));
+    }
+  }
+  std::vector<store::MinionRecord> records;
+  std::vector<std::optional<store::StateRun>> runs;
+  try {
+    const auto started = std::chrono::steady_clock::now();
+    records = store::ReadMinionRecords(database, {.jid_min = w.jid_min,
+                                                  .jid_max = w.jid_max,
+                                                  .after = request.Query("after"),
+                                                  .only = "",
+                                                  .limit = limit,
+                                                  .timeout = kBudget});
+    std::vector<std::string> names;
+    for (const auto& r : records) names.push_back(r.minion);
+    const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - started);
+    runs = store::ReadLastHighstates(database, names,
+                                     std::max(std::chrono::milliseconds(1), kBudget - spent));
+  } catch (const store::SqlTimeoutError&) {
+    return TooBig(ctx, format);
+  }
+  const std::optional<std::string> next = static_cast<std::int64_t>(records.size()) == limit
+                                              ? std::optional(records.back().minion)
+                                              : std::nullopt;
+
+  if (format == "json") {
+    ValueList list;
+    for (std::size_t i = 0; i < records.size(); ++i)
+      list.push_back(RecordJson(records[i], runs[i]));
+    return JsonResponse(200, Value::Map({{"since", IsoTime(w.since)},
+                                         {"until", TimeJson(w.until)},
+                                         {"minions", Value(std::move(list))},
+                                         {"next", next ? Value(*next) : Value()}}));
+  }
+  if (format == "csv") {
+    std::vector<std::vector<Value>> rows;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const store::MinionRecord& r = records[i];
+      const std::optional<store::StateRun>& run = runs[i];
+      std::string ids;
+      if (run) {
+        for (const std::string& id : run->failed_ids) ids += (ids.empty() ? "" : " ") + id;
+      }
+      rows.push_back({Value(r.minion), Value(r.targeted), Value(r.returned), Value(r.failed),
+                      Value(r.missing), TimeJson(r.last_return), run ? Value(run->jid) : Value(),
+                      run ? Value(run->succeeded) : Value(), run ? Value(run->changed) : Value(),
+                      run ? Value(run->failed) : Value(), run ? Value(ids) : Value()});
+    }
+    return CsvResponse(output::CsvTable({"minion", "targeted", "returned", "failed", "missing",
+                                         "last_seen", "last_highstate_jid", "states_succeeded",
+                                         "states_changed", "states_failed", "failed_states"},
+                                        rows),
+                       "minions.csv");
+  }
+  Html body = Html::Literal("<h1>Minions</h1>") + WindowForm(ctx, request, w, "minions");
+  if (records.empty())
+    body += Html::Literal("<p id=\"no-minions\">No job of the window expected a minion.</p>");
+  if (!records.empty()) {
+    body += Html::Literal(
+        "<table id=\"minions\"><thead><tr><th>Minion</th><th>Targeted</th><th>Returned</th>"
+        "<th>Failed</th><th>Missing</th><th>Last seen</th><th>Last "
+        "highstate</th></tr></thead><tbody>");
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const store::MinionRecord& r = records[i];
+      body += Html::Literal("<tr><td class=\"minion-id\"><a href=\"") +
+              Escape(ctx.base_path + "minions/" + UrlEncode(r.minion) +
+                     QueryString(ViewOf(request, {"after", "limit", "format"}))) +
+              Html::Literal("\">") + Escape(r.minion) +
+              Html::Literal("</a></td><td class=\"num\">") + Escape(std::to_string(r.targeted)) +
+              Html::Literal("</td><td class=\"num\">") + Escape(std::to_string(r.returned)) +
+              (r.failed > 0 ? Html::Literal("</td><td class=\"num state-failed\">")
+                            : Html::Literal("</td><td class=\"num\">")) +
+              Escape(std::to_string(r.failed)) +
+              (r.missing > 0 ? Html::Literal("</td><td class=\"num state-missing\">")
+                             : Html::Literal("</td><td class=\"num\">")) +
+              Escape(std::to_string(r.missing)) + Html::Literal("</td><td>") +
+              (r.last_return ? TimeElement(*r.last_return)
+                             : Html::Literal("<span class=\"muted\">never</span>")) +
+              Html::Literal("</td><td class=\"highstate\">") + HighstateCell(ctx, runs[i]) +
+              Html::Literal("</td></tr>");
+    }
+    body += Html::Literal("</tbody></table>");
+  }
+  body += Html::Literal("<p class=\"pager\">");
+  if (!request.Query("after").empty()) {
+    body += Html::Literal("<a id=\"first\" href=\"") +
+            Escape(ctx.base_path + "minions" + QueryString(ViewOf(request, {"after", "format"}))) +
+            Html::Literal("\">First</a> ");
+  }
+  if (next) {
+    body += Html::Literal("<a id=\"next\" href=\"") +
+            Escape(ctx.base_path + "minions" +
+                   QueryString(With(ViewOf(request, {"after", "format"}), "after", *next))) +
+            Html::Literal("\">Next</a> ");
+  }
+  body += FormatLinks(ctx, request, "minions") + Html::Literal("</p>");
+  return HtmlResponse(200, Layout(ctx, "Minions", body));
+}
+
+Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
+                    const std::string& minion, const Request& request, Micros now) {
+  const std::string format = request.Query("format");
+  const auto window = WindowOf(request, now);
+  if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
+  const Window& w = std::get<Window>(window);
+  std::vector<store::MinionRecord> records;
+  std::optional<store::StateRun> run;
+  try {
+    records = store::ReadMinionRecords(database, {.jid_min = w.jid_min,
+                                                  .jid_max = w.jid_max,
+                                                  .after = "",
+                                                  .only = minion,
+                                                  .limit = 1,
+                                                  .timeout = kBudget});
+    run = store::ReadLastHighstates(database, {minion}, kBudget).at(0);
+  } catch (const store::SqlTimeoutError&) {
+    return TooBig(ctx, format);
+  }
+  store::MinionRecord record = records.empty() ? store::MinionRecord{.minion = minion} : records[0];
+  if (format == "json") {
+    Value out = RecordJson(record, run);
+    out.as_map().emplace(out.as_map().begin() + 1, "since", IsoTime(w.since));
+    out.as_map().emplace(out.as_map().begin() + 2, "until", TimeJson(w.until));
+    return JsonResponse(200, out);
+  }
+  Html body = Html::Literal("<h1>Minion <span id=\"minion\">") + Escape(minion) +
+              Html::Literal("</span></h1>") +
+              WindowForm(ctx, request, w, "minions/" + UrlEncode(minion));
+  body += Html::Literal("<table id=\"record\"><tbody><tr><th>Targeted</th><td class=\"num\">") +
+          Escape(std::to_string(record.targeted)) +
+          Html::Literal("</td></tr><tr><th>Returned</th><td class=\"num\">") +
+          Escape(std::to_string(record.returned)) +
+          Html::Literal("</td></tr><tr><th>Failed</th><td class=\"num\">") +
+          Escape(std::to_string(record.failed)) +
+          Html::Literal("</td></tr><tr><th>Missing</th><td class=\"num\">") +
+          Escape(std::to_string(record.missing)) +
+          Html::Literal("</td></tr><tr><th>Last seen</th><td>") +
+          (record.last_return ? TimeElement(*record.last_return)
+                              : Html::Literal("<span class=\"muted\">never</span>")) +
+          Html::Literal("</td></tr><tr><th>Last highstate</th><td class=\"highstate\">") +
+          HighstateCell(ctx, run) + Html::Literal("</td></tr></tbody></table>");
+  if (run && !run->failed_ids.empty()) {
+    body += Html::Literal("<h2>Failed states of its last highstate</h2><ul id=\"failed-states\">");
+    for (const std::string& id : run->failed_ids)
+      body += Html::Literal("<li class=\"state-id\">") + Escape(id) + Html::Literal("</li>");
+    body += Html::Literal("</ul>");
+  }
+  body += Html::Literal("<p><a id=\"its-jobs\" href=\"") +
+          Escape(ctx.base_path + "jobs?hidden=show&minion=" + UrlEncode(minion)) +
+          Html::Literal("\">Its jobs</a> · <a id=\"as-json\" href=\"") +
+          Escape(ctx.base_path + "minions/" + UrlEncode(minion) +
+                 QueryString(With(ViewOf(request, {"format"}), "format", "json"))) +
+          Html::Literal("\">JSON</a></p>");
+  return HtmlResponse(200, Layout(ctx, "Minion " + minion, body));
+}
+
+}  // namespace brine::web
