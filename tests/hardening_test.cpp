@@ -452,11 +452,14 @@ TEST_CASE("hardening: frames read while the store is locked wait on disk, so two
                         << " MiB (brine.max_queue_mb 8)");
   // The queue, the batch and one pop of 8 MB each, the file's buffers, what
   // libzmq holds while the reader writes, the decoder, SQLite's cache and the
-  // binary (measured 34-120 MiB on a loaded 2-core machine).
+  // binary: measured 27-53 MiB alone, 34-175 MiB on a loaded 2-core machine,
+  // where a starved reader leaves more in libzmq's pipes for a while (the
+  // pipes count messages, not bytes). 200 MiB stays below the 253 MiB of a
+  // design that keeps all it is sent.
 #if defined(__SANITIZE_ADDRESS__)
   WARN("AddressSanitizer build: its quarantine keeps freed frames resident, so the bound is not checked");
 #else
-  REQUIRE(run.peak_kib < 160 * 1024);
+  REQUIRE(run.peak_kib < 200 * 1024);
 #endif
   REQUIRE(run.stored == static_cast<std::size_t>(2 * per_sender));
   REQUIRE(run.in_order);
