@@ -216,6 +216,16 @@ class Backend : public RetentionBackend {
                                 const std::function<void(StoredJob&&)>& fn) = 0;
   virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                             const std::function<void(ArchivedEvent&&)>& fn) = 0;
+  // Up to `limit` events with id < before_id (nullopt: no bound), newest
+  // first, whose tag starts with `tag_prefix` (JobCache::ListEvents does the
+  // rest of the glob and the budget).
+  virtual std::vector<ListedEvent> EventsBefore(std::optional<std::int64_t> before_id, const std::string& tag_prefix,
+                                                std::size_t limit) = 0;
+  // Store::TailStart and Store::TailEvents; the backend's cursor rules.
+  // `match` is the glob's test of a tag that starts with `tag_prefix`.
+  virtual std::string TailStart() = 0;
+  virtual TailBatch TailEvents(const std::string& cursor, const std::string& tag_prefix,
+                               const std::function<bool(std::string_view tag)>& match, std::size_t limit) = 0;
   virtual Value GetFun(const std::string& fun) = 0;
   virtual std::vector<std::string> GetMinions() = 0;
   virtual std::optional<std::string> GetEndtime(const std::string& jid) = 0;
