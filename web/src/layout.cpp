@@ -23,7 +23,9 @@ Html Layout(const PageContext& ctx, std::string_view title, const Html& body) {
               Html::Literal("\"><link rel=\"stylesheet\" href=\"") + base + Escape(AssetPath("brine.css")) +
               Html::Literal("\"><script type=\"module\" src=\"") + base + Escape(AssetPath("brine.js")) +
               Html::Literal("\"></script></head><body><header><strong>brine</strong><nav>") +
-              Html::Literal("<a href=\"") + base + Html::Literal("queues\">Queues</a></nav>") +
+              Html::Literal("<a href=\"") + base + Html::Literal("queues\">Queues</a>") +
+              Html::Literal("<a href=\"") + base + Html::Literal("events\">Events</a>") +
+              Html::Literal("<a href=\"") + base + Html::Literal("sql\">SQL</a></nav>") +
               Html::Literal("<span class=\"spacer\"></span>") +
               Html::Literal("<button type=\"button\" id=\"tz-toggle\" hidden>Times: UTC</button>");
   if (!ctx.user.empty()) {
