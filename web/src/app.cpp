@@ -7,7 +7,7 @@
 #include "assets.h"
 #include "brine/core/jid.h"
 #include "event_stream.h"
-#include "metrics.h"
+#include "brine/web/metrics.h"
 #include "pages.h"
 
 namespace brine::web {
@@ -119,7 +119,8 @@ App::App(Options options)
       metrics_(std::make_unique<WebMetrics>()),
       hub_(std::make_unique<EventHub>(EventHub::Options{.database = options_.database.string(),
                                                         .poll = options_.tail_poll,
-                                                        .buffer_bytes = options_.stream_buffer_bytes},
+                                                        .buffer_bytes = options_.stream_buffer_bytes,
+                                                        .stall_limit = options_.stream_stall_limit},
                                       *metrics_)),
       sql_(store::OpenSqlEngine(options_.database.string())) {}
 

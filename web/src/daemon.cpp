@@ -19,7 +19,7 @@
 #include "brine/web/app.h"
 #include "brine/web/auth.h"
 #include "brine/web/http_server.h"
-#include "metrics.h"
+#include "brine/web/metrics.h"
 
 namespace brine::web {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "brine/core/json.h"
-#include "metrics.h"
+#include "brine/web/metrics.h"
 #include "pages.h"
 
 namespace brine::web {
@@ -16,18 +16,21 @@ class EventHub::Stream final : public StreamBody {
  public:
   Stream(std::string cursor, std::string glob, std::size_t capacity, WebMetrics& metrics)
       : cursor_(std::move(cursor)), glob_(std::move(glob)), capacity_(capacity), metrics_(metrics) {
-    // The first bytes go out at once (the browser's `open`); the id-only
-    // block sets its Last-Event-ID, so a reconnect before any event resumes
-    // from here.
-    buffer_ = "retry: 2000\n: brine live tail\nid: " + cursor_ + "\n\n";
+    // The first bytes go out at once (the browser's `open`): the starting
+    // cursor, so a reconnect or a resume before any event goes on from here.
+    buffer_ = "retry: 2000\nid: " + cursor_ + "\nevent: cursor\ndata: " + cursor_ + "\n\n";
+    metrics_.Buffered(static_cast<std::int64_t>(buffer_.size()));
     last_write_ = std::chrono::steady_clock::now();
   }
 
   std::ptrdiff_t Read(char* out, std::size_t max) override {
     std::lock_guard lock(mutex_);
+    if (dropped_) return -1;
+    last_read_ = std::chrono::steady_clock::now();
     const std::size_t n = std::min(max, buffer_.size() - sent_);
     std::memcpy(out, buffer_.data() + sent_, n);
     sent_ += n;
+    metrics_.Buffered(-static_cast<std::int64_t>(n));
     if (sent_ == buffer_.size()) {
       buffer_.clear();
       sent_ = 0;
@@ -42,7 +45,8 @@ class EventHub::Stream final : public StreamBody {
     std::lock_guard lock(mutex_);
     if (closed_) return;
     closed_ = true;
-    metrics_.StreamClosed(buffer_.size() - sent_ >= capacity_ / 2 || skipped_ > 0);
+    metrics_.StreamClosed(dropped_ || buffer_.size() - sent_ >= capacity_ / 2 || skipped_ > 0);
+    metrics_.Buffered(-static_cast<std::int64_t>(buffer_.size() - sent_));
     buffer_.clear();
     buffer_.shrink_to_fit();
   }
@@ -58,12 +62,20 @@ class EventHub::Stream final : public StreamBody {
   }
 
   // Appends what the read gave (or counts it skipped when it does not fit),
-  // and moves the cursor. Returns true when the connection should be woken.
-  bool Deliver(const std::vector<std::pair<std::string, std::string>>& events, const std::string& cursor,
-               std::chrono::seconds keepalive) {
+  // and moves the cursor. Says what the connection needs.
+  enum class Outcome { kNothing, kWake, kDrop };
+  Outcome Deliver(const std::vector<std::pair<std::string, std::string>>& events, const std::string& cursor,
+               std::chrono::seconds keepalive, std::chrono::milliseconds stall_limit) {
     std::lock_guard lock(mutex_);
-    if (closed_) return false;
+    if (closed_) return Outcome::kNothing;
     const auto now = std::chrono::steady_clock::now();
+    // A browser that has taken nothing for stall_limit while events were
+    // skipped for it is dropped: its next Read ends the answer.
+    if (skipped_ > 0 && now - last_read_ >= stall_limit) {
+      dropped_ = true;
+      return Outcome::kDrop;
+    }
+    const std::size_t size_before = buffer_.size();
     bool wrote = false;
     std::size_t pending = buffer_.size() - sent_;
     // A slow browser first gets the summary, once it has room again.
@@ -92,9 +104,10 @@ class EventHub::Stream final : public StreamBody {
       wrote = true;
     }
     if (wrote) last_write_ = now;
+    metrics_.Buffered(static_cast<std::int64_t>(buffer_.size() - size_before));
     metrics_.EventsSent(sent);
     if (skipped > 0) metrics_.EventsSkipped(skipped);
-    return wrote;
+    return wrote ? Outcome::kWake : Outcome::kNothing;
   }
 
  private:
@@ -106,7 +119,9 @@ class EventHub::Stream final : public StreamBody {
   const std::size_t capacity_;
   std::int64_t skipped_ = 0;
   bool closed_ = false;
+  bool dropped_ = false;
   std::chrono::steady_clock::time_point last_write_;
+  std::chrono::steady_clock::time_point last_read_ = std::chrono::steady_clock::now();
   WebMetrics& metrics_;  // outlives the stream (the hub's owner keeps it)
 };
 
@@ -210,7 +225,16 @@ bool EventHub::Poll(store::Store& store) {
       }
     }
     for (Stream* s : members) {
-      if (s->Deliver(events, cursor, options_.keepalive)) s->Wake();
+      switch (s->Deliver(events, cursor, options_.keepalive, options_.stall_limit)) {
+        case Stream::Outcome::kWake:
+          s->Wake();
+          break;
+        case Stream::Outcome::kDrop:
+          s->Drop();
+          break;
+        case Stream::Outcome::kNothing:
+          break;
+      }
     }
   }
   return again;

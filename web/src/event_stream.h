@@ -9,7 +9,7 @@
 // and once it has room again it gets one `event: skipped` line ("N events
 // skipped: reload to see them") instead of the backlog. Its cursor moves on
 // past them, so the store is never asked twice. A client that stops reading
-// altogether is closed by the server's write timeout; it never holds up the
+// altogether is closed after Options::stall_limit; it never holds up the
 // pump, the other streams or the store.
 #pragma once
 
@@ -40,6 +40,9 @@ class EventHub {
     // A read stops once it holds a buffer's worth (no stream could take
     // more before it drains); the next poll then comes at once.
     std::chrono::seconds keepalive{15};       // a comment line when nothing came
+    // A stream whose browser took nothing this long while events were being
+    // skipped for it is closed (counted as a dropped slow client).
+    std::chrono::milliseconds stall_limit{30000};
   };
   // `metrics` outlives the hub. Starts the pump thread.
   EventHub(Options options, WebMetrics& metrics);

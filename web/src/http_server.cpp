@@ -17,6 +17,7 @@ namespace brine::web {
 struct StreamBody::Parking {
   std::mutex mutex;                      // guards the rest
   MHD_Connection* connection = nullptr;  // set when served
+  int fd = -1;                           // its socket, while not closed
   bool parked = false;                   // suspended, waiting for Wake
   bool woken = false;                    // Wake came since the last Read
   bool closed = false;                   // the connection is gone
@@ -29,6 +30,19 @@ void StreamBody::Wake() {
   std::lock_guard lock(p.mutex);
   p.woken = true;
   if (p.parked && !p.closed) {
+    p.parked = false;
+    MHD_resume_connection(p.connection);
+  }
+}
+
+void StreamBody::Drop() {
+  Parking& p = *parking_;
+  std::lock_guard lock(p.mutex);
+  if (p.closed || p.fd < 0) return;
+  // The fd is still libmicrohttpd's (closed marks when it lets go of it,
+  // under this lock), so this cannot reach another connection's socket.
+  ::shutdown(p.fd, SHUT_RDWR);
+  if (p.parked) {
     p.parked = false;
     MHD_resume_connection(p.connection);
   }
@@ -93,6 +107,7 @@ void FreeStream(void* cls) {
 struct Pending {
   std::string body;
   bool too_large = false;
+  std::shared_ptr<StreamBody> stream;  // the answer, when it is a stream
 };
 
 int FromHex(char c) {
@@ -146,6 +161,8 @@ MHD_Result Send(MHD_Connection* connection, const Response& r, HttpServer::Impl*
     {
       std::lock_guard lock(r.stream->parking().mutex);
       r.stream->parking().connection = connection;
+      const MHD_ConnectionInfo* fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+      r.stream->parking().fd = fd != nullptr ? fd->connect_fd : -1;
     }
     response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, &ReadStream, ctx, &FreeStream);
     if (response == nullptr) {
@@ -215,11 +232,20 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
     response = {.status = 500, .headers = {{"Content-Type", "text/plain; charset=utf-8"}},
                 .body = "internal error\n"};
   }
+  pending->stream = response.stream;
   return Send(connection, response, impl);
 }
 
 void Completed(void* /*cls*/, MHD_Connection* /*connection*/, void** state, MHD_RequestTerminationCode /*code*/) {
-  delete static_cast<Pending*>(*state);
+  auto* pending = static_cast<Pending*>(*state);
+  if (pending != nullptr && pending->stream) {
+    // Before libmicrohttpd closes the socket: Drop must not touch the fd after.
+    StreamBody::Parking& p = pending->stream->parking();
+    std::lock_guard lock(p.mutex);
+    p.closed = true;
+    p.fd = -1;
+  }
+  delete pending;
   *state = nullptr;
 }
 

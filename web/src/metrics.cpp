@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "brine/web/metrics.h"
 
 #include <cstdio>
 
@@ -47,6 +47,8 @@ std::string WebMetrics::Text(std::int64_t failed_logins) const {
   Metric(out, "brine_web_events_skipped_total", "counter",
          "Events not sent to a slow browser (it got a skipped line instead).", events_skipped_.load());
   Metric(out, "brine_web_events_sent_total", "counter", "Events sent on live-tail streams.", events_sent_.load());
+  Metric(out, "brine_web_stream_buffered_bytes", "gauge",
+         "Bytes the open streams hold, waiting for their browsers (bounded: docs/web.md).", buffered_bytes_.load());
   Metric(out, "brine_web_failed_logins_total", "counter", "Logins refused for a wrong token.", failed_logins);
   out += "# HELP brine_web_page_seconds Server time of each answer, by route.\n"
          "# TYPE brine_web_page_seconds histogram\n";

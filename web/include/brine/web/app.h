@@ -60,6 +60,7 @@ class App {
     std::int64_t sql_row_limit = 1000;             // brine.web_sql_row_limit
     std::chrono::milliseconds tail_poll{100};      // how often the live tail asks the store
     std::size_t stream_buffer_bytes = 256 * 1024;  // per open stream (docs/web.md, RSS)
+    std::chrono::milliseconds stream_stall_limit{30000};  // a stream that reads nothing this long is closed
   };
   explicit App(Options options);
   ~App();

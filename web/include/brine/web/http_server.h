@@ -57,6 +57,10 @@ class StreamBody {
   // Makes the server call Read again soon; safe from any thread, any time,
   // also before the body is served and after it was closed.
   void Wake();
+  // Ends the answer now, even while the client reads nothing (its socket is
+  // shut down, so the server's pending write fails and the connection
+  // closes); Closed follows. Safe from any thread, any time.
+  void Drop();
 
   // For src/http_server.cpp: connects the body to its parked connection.
   struct Parking;

@@ -30,12 +30,15 @@ class WebMetrics {
   }
   void EventsSkipped(std::int64_t n) { events_skipped_.fetch_add(n); }
   void EventsSent(std::int64_t n) { events_sent_.fetch_add(n); }
+  // Bytes waiting in the streams' buffers went up (or down) by `delta`.
+  void Buffered(std::int64_t delta) { buffered_bytes_.fetch_add(delta); }
   // One answer of `route` (RouteLabel) took `t` of server time.
   void PageTime(std::string_view route, std::chrono::microseconds t);
 
   [[nodiscard]] std::int64_t open_streams() const { return open_streams_.load(); }
   [[nodiscard]] std::int64_t dropped_slow_clients() const { return dropped_slow_clients_.load(); }
   [[nodiscard]] std::int64_t events_skipped() const { return events_skipped_.load(); }
+  [[nodiscard]] std::int64_t buffered_bytes() const { return buffered_bytes_.load(); }
 
   // The Prometheus text: these counters, `failed_logins`, and a histogram of
   // page time per route.
@@ -55,6 +58,7 @@ class WebMetrics {
   std::atomic<std::int64_t> dropped_slow_clients_{0};
   std::atomic<std::int64_t> events_skipped_{0};
   std::atomic<std::int64_t> events_sent_{0};
+  std::atomic<std::int64_t> buffered_bytes_{0};
   mutable std::mutex mutex_;  // guards routes_
   std::map<std::string, Route, std::less<>> routes_;
 };
