@@ -625,3 +625,66 @@ TEST_CASE("web live: the metrics count open streams, failed logins and page time
   for (const auto& e : fs::directory_iterator(file.parent_path())) files += e.is_regular_file() ? 1 : 0;
   CHECK(files == 1);  // no temp file left behind
 }
+
+// ---------------------------------------------------------------- /queues, read-only
+
+namespace {
+
+void CheckReadOnlyQueues(const std::string& database) {
+  {
+    auto rw = store::OpenQueues(database);
+    std::vector<Value> items;
+    for (int i = 0; i < 1500; ++i) items.emplace_back(i);
+    REQUIRE(rw->Insert("long", items).kind == store::InsertOutcome::Kind::kInserted);
+  }
+  auto ro = store::OpenQueues(database, {.access = store::OpenOptions::Access::kReadOnly});
+  CHECK(ro->ListQueues() == std::vector<std::string>{"long"});
+  CHECK(ro->Length("long") == 1500);
+  const std::vector<Value> head = ro->Items("long", 3);
+  CHECK(brine::ToJson(Value(brine::ValueList(head.begin(), head.end()))) == "[0,1,2]");
+  CHECK(ro->Items("long").size() == 1500);
+  CHECK_THROWS_AS(ro->Items("long", -2), std::invalid_argument);
+  // An unknown name is answered without being recorded, and writes are refused.
+  CHECK(ro->Length("never") == 0);
+  CHECK(ro->Items("never", 10).empty());
+  CHECK(ro->ListQueues() == std::vector<std::string>{"long"});
+  CHECK_THROWS_AS(ro->Insert("long", std::vector<Value>{Value("x")}), store::StoreError);
+  CHECK_THROWS_AS(ro->Pop("long", 1), store::StoreError);
+  CHECK_THROWS_AS(ro->Delete("long", std::vector<Value>{Value(1)}), store::StoreError);
+  CHECK(ro->Length("long") == 1500);
+}
+
+}  // namespace
+
+TEST_CASE("web live: queues open read-only record nothing, refuse writes and read a bounded head", "[web][live]") {
+  TempDir dir;
+  const fs::path db = dir / "brine.sqlite";
+  CHECK_THROWS_AS(store::OpenQueues(db, {.access = store::OpenOptions::Access::kReadOnly}), store::StoreError);
+  CHECK(!fs::exists(db));  // a missing store is an error, never created
+  (void)store::OpenStore(db);
+  CheckReadOnlyQueues(db.string());
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("SKIPPED on PostgreSQL: " << *why);
+    return;
+  }
+  CheckReadOnlyQueues(brine::test::PostgresServer::Shared().CreateDatabase());
+}
+
+TEST_CASE("web live: /queues lists at most 1000 items of a queue and says how many more", "[web][live]") {
+  Live live;
+  {
+    auto q = store::OpenQueues(live.database);
+    std::vector<Value> items;
+    for (int i = 0; i < 1200; ++i) items.emplace_back("item-" + std::to_string(i));
+    REQUIRE(q->Insert("big", items).kind == store::InsertOutcome::Kind::kInserted);
+  }
+  const Reply page = Get(live.port(), "/queues", live.session);
+  REQUIRE(page.status == 200);
+  CHECK_THAT(page.body, Catch::Contains("1200 items"));
+  CHECK_THAT(page.body, Catch::Contains("item-999"));
+  CHECK_THAT(page.body, !Catch::Contains("item-1000"));
+  CHECK_THAT(page.body, Catch::Contains("200 more, not shown"));
+  const Value json = brine::ParseJson(Get(live.port(), "/queues?format=json", live.session).body);
+  CHECK(json.Find("queues")->as_list()[0].Find("length")->as_int() == 1200);
+  CHECK(json.Find("queues")->as_list()[0].Find("items")->as_list().size() == 1000);
+}
