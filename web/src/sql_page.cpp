@@ -154,7 +154,9 @@ Response SqlPage(const PageContext& ctx, const store::SqlEngine& engine, const S
     }
     body += Html::Literal("</tbody></table>");
   }
-  return HtmlResponse(status == 499 ? 400 : status, Layout(ctx, "SQL", body));
+  // The console page itself worked: its refusal is shown on it (JSON and
+  // CSV carry the status).
+  return HtmlResponse(200, Layout(ctx, "SQL", body));
 }
 
 }  // namespace brine::web
