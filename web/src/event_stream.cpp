@@ -219,7 +219,9 @@ bool EventHub::Poll(store::Store& store) {
       }
       cursor = batch.cursor;
       if (!batch.more) break;
-      if (bytes >= options_.buffer_bytes) {
+      // Half a buffer per read: a stream that keeps up has drained the
+      // last one by the time the next comes (a few ms later).
+      if (bytes >= options_.buffer_bytes / 2) {
         again = true;
         break;
       }

@@ -37,8 +37,8 @@ class EventHub {
     std::chrono::milliseconds poll{100};      // how often the store is asked
     std::size_t buffer_bytes = 256 * 1024;    // per stream, beyond the server's own
     std::size_t batch = 500;                  // events per TailEvents call
-    // A read stops once it holds a buffer's worth (no stream could take
-    // more before it drains); the next poll then comes at once.
+    // A read stops once it holds half a buffer's worth (a stream could not
+    // take much more before it drains); the next poll then comes at once.
     std::chrono::seconds keepalive{15};       // a comment line when nothing came
     // A stream whose browser took nothing this long while events were being
     // skipped for it is closed (counted as a dropped slow client).
