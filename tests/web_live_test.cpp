@@ -688,3 +688,54 @@ TEST_CASE("web live: /queues lists at most 1000 items of a queue and says how ma
   CHECK(json.Find("queues")->as_list()[0].Find("length")->as_int() == 1200);
   CHECK(json.Find("queues")->as_list()[0].Find("items")->as_list().size() == 1000);
 }
+
+TEST_CASE("web live: /events and its stream answer alike on PostgreSQL", "[web][live][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("SKIPPED: " << *why);
+    return;
+  }
+  Live lite;
+  Live pg({}, brine::test::PostgresServer::Shared().CreateDatabase());
+  auto tags_of = [](const std::string& body) {
+    std::vector<std::string> tags;
+    const Value page = brine::ParseJson(body);
+    for (const Value& e : page.Find("events")->as_list()) {
+      tags.push_back(e.Find("tag")->as_string() + " " + brine::ToJson(*e.Find("data")));
+    }
+    return tags;
+  };
+  for (const std::string target : {"/events?format=json", "/events?format=json&tag=salt/auth*",
+                                   "/events?format=json&tag=salt/*/web?/start&limit=1"}) {
+    INFO(target);
+    const Reply a = Get(lite.port(), target, lite.session);
+    const Reply b = Get(pg.port(), target, pg.session);
+    INFO("SQLite: " << a.body << "\nPostgreSQL: " << b.body);
+    REQUIRE(a.status == 200);
+    REQUIRE(b.status == 200);
+    CHECK(tags_of(a.body) == tags_of(b.body));
+  }
+  const Value first = brine::ParseJson(Get(pg.port(), "/events?format=json&limit=4", pg.session).body);
+  const Value rest = brine::ParseJson(
+      Get(pg.port(), "/events?format=json&before=" + first.Find("next")->as_string(), pg.session).body);
+  CHECK(first.Find("events")->as_list().size() == 4);
+  CHECK(rest.Find("events")->as_list().size() == 2);
+
+  Conn stream(pg.port(), "/events/stream?tag=salt/auth*", pg.Cookie());
+  REQUIRE(stream.ReadUntil([](const std::string& b) { return b.find("event: cursor") != std::string::npos; }, 10s));
+  auto writer = pg.Writer();
+  AddEvents(*writer, "salt/auth", 10, 2);
+  AddEvents(*writer, "salt/auth", 12, 2);
+  REQUIRE(stream.ReadUntil([](const std::string& b) { return EventNumbers(b).size() >= 4; }, 15s));
+  CHECK(EventNumbers(stream.body()) == std::vector<std::int64_t>{10, 11, 12, 13});
+  std::string second_id;
+  int plain = 0;
+  for (const Sse& e : ParseSse(stream.body())) {
+    if (e.event.empty() && ++plain == 2) second_id = e.id;
+  }
+  CHECK_THAT(second_id, Catch::StartsWith("p"));
+  auto headers = pg.Cookie();
+  headers.emplace_back("Last-Event-ID", second_id);
+  Conn resumed(pg.port(), "/events/stream?tag=salt/auth*", headers);
+  REQUIRE(resumed.ReadUntil([](const std::string& b) { return EventNumbers(b).size() >= 2; }, 15s));
+  CHECK(EventNumbers(resumed.body()) == std::vector<std::int64_t>{12, 13});
+}
