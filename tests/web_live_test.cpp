@@ -739,3 +739,31 @@ TEST_CASE("web live: /events and its stream answer alike on PostgreSQL", "[web][
   REQUIRE(resumed.ReadUntil([](const std::string& b) { return EventNumbers(b).size() >= 2; }, 15s));
   CHECK(EventNumbers(resumed.body()) == std::vector<std::int64_t>{12, 13});
 }
+
+TEST_CASE("web live: a glob that matches little gives partial pages within its budget that resume to the match",
+          "[web][live]") {
+  TempDir dir;
+  auto s = store::OpenStore(dir / "brine.sqlite");
+  AddEvents(*s, "rare/one", 0, 1);  // the oldest
+  for (int i = 0; i < 5; ++i) AddEvents(*s, "common/x", 1 + i * 1000, 1000);
+  // A budget of nothing: each call reads one bounded window, then stops.
+  std::optional<std::int64_t> before;
+  std::vector<std::int64_t> found;
+  int partial = 0;
+  for (int call = 0; call < 20; ++call) {
+    const store::EventPage page =
+        s->ListEvents({.tag_glob = "rare/*", .before_id = before, .limit = 10, .time_budget = 0ms});
+    for (const auto& e : page.events) found.push_back(brine::ParseJson(e.event.data_json).Find("n")->as_int());
+    if (page.complete) break;
+    ++partial;
+    REQUIRE(page.reached.has_value());
+    CHECK((!before || *page.reached < *before));  // it always gets further
+    before = page.reached;
+  }
+  CHECK(partial >= 2);  // 5,001 events in windows of 2,000
+  CHECK(found == std::vector<std::int64_t>{0});
+  // Without a budget the same glob is one whole answer.
+  const store::EventPage whole = s->ListEvents({.tag_glob = "rare/*", .limit = 10});
+  CHECK(whole.complete);
+  CHECK(whole.events.size() == 1);
+}

@@ -376,17 +376,19 @@ class JobCache final : public Store, private StoreMaintenance {
     const std::string prefix(GlobLiteralPrefix(query.tag_glob));
     EventPage page;
     std::optional<std::int64_t> before = query.before_id;
-    // Read in chunks of the page's size (at least 200), so a glob that
-    // matches little does not cost a round trip per row.
-    const std::size_t chunk = std::max<std::size_t>(query.limit, 200);
+    // Bounded windows of the archive, newest first: the page's size without
+    // a glob, else 2,000 rows (so a glob that matches little is neither a
+    // round trip per row nor one unbounded scan), until the page is full,
+    // the archive ends or the budget runs out.
+    const std::size_t window = query.tag_glob.empty() ? query.limit : std::max<std::size_t>(query.limit, 2000);
     while (page.events.size() < query.limit) {
-      std::vector<ListedEvent> rows = backend_->EventsBefore(before, prefix, chunk);
-      for (ListedEvent& e : rows) {
-        before = e.id;
+      Backend::EventWindow w = backend_->EventsBefore(before, prefix, window);
+      for (ListedEvent& e : w.events) {
         if (query.tag_glob.empty() || FnMatch(query.tag_glob, e.event.tag)) page.events.push_back(std::move(e));
         if (page.events.size() == query.limit) return page;
       }
-      if (rows.size() < chunk) return page;
+      if (!w.lowest) return page;
+      before = w.lowest;
       if (query.time_budget && std::chrono::steady_clock::now() - started >= *query.time_budget) {
         page.complete = false;
         page.reached = before;

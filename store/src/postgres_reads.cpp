@@ -238,10 +238,15 @@ constexpr const char* kEventRowSelect =
     " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
     " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
     " LEFT JOIN minion AS m ON m.id = r.minion_id";
-// The tag prefix condition on the same tag; `n` is the parameter's number.
+// The tag prefix condition on the same tag ($n: the prefix, '' for none).
+// As on SQLite, the first two terms read the event row only, so a row is
+// judged before its joins.
 std::string TagPrefixCondition(int n) {
-  const std::string p = "$" + std::to_string(n);
-  return " (" + p + " = '' OR starts_with(coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), " + p + "))";
+  const std::string p = "$" + std::to_string(n) + "::text";
+  return " AND (" + p + " = '' OR e.tag IS NULL OR starts_with(e.tag, " + p + "))" + " AND (" + p +
+         " = '' OR e.tag IS NOT NULL OR starts_with('salt/job/', " + p + ") OR starts_with(" + p +
+         ", 'salt/job/')) AND (" + p + " = '' OR starts_with(coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), " +
+         p + "))";
 }
 
 ListedEvent EventFromRow(const PgResult& r, int i) {
@@ -256,16 +261,23 @@ ListedEvent EventFromRow(const PgResult& r, int i) {
 
 }  // namespace
 
-std::vector<ListedEvent> PostgresBackend::EventsBefore(std::optional<std::int64_t> before_id,
-                                                       const std::string& tag_prefix, std::size_t limit) {
+Backend::EventWindow PostgresBackend::EventsBefore(std::optional<std::int64_t> before_id,
+                                                   const std::string& tag_prefix, std::size_t window) {
   return Guard("events_before", Op::kRead, [&] {
     const std::string before = Int(before_id.value_or(std::numeric_limits<std::int64_t>::max()));
-    const std::string count = Int(static_cast<std::int64_t>(limit));
-    PgResult r = Db().Exec(std::string(kEventRowSelect) + " WHERE e.id < $1::bigint AND" + TagPrefixCondition(2) +
-                               " ORDER BY e.id DESC LIMIT $3::bigint",
-                           {P(before), P(tag_prefix), P(count)});
-    std::vector<ListedEvent> out;
-    for (int i = 0; i < r.rows(); ++i) out.push_back(EventFromRow(r, i));
+    const std::string count = Int(static_cast<std::int64_t>(window));
+    EventWindow out;
+    PgResult low = Db().Exec(
+        "SELECT min(id), count(*) FROM (SELECT id FROM event WHERE id < $1::bigint ORDER BY id DESC LIMIT $2::bigint)"
+        " AS w",
+        {P(before), P(count)});
+    if (low.integer(0, 1) == 0) return out;
+    out.lowest = low.integer(0, 0);
+    const std::string lowest = Int(*out.lowest);
+    PgResult r = Db().Exec(std::string(kEventRowSelect) + " WHERE e.id < $1::bigint AND e.id >= $3::bigint" +
+                               TagPrefixCondition(2) + " ORDER BY e.id DESC",
+                           {P(before), P(tag_prefix), P(lowest)});
+    for (int i = 0; i < r.rows(); ++i) out.events.push_back(EventFromRow(r, i));
     return out;
   });
 }
@@ -306,7 +318,7 @@ TailBatch PostgresBackend::TailEvents(const std::string& cursor, const std::stri
     PgResult r = Db().Exec(
         std::string(kEventRowSelect) +
             " WHERE e.id > $1::bigint AND (e.id > $2::bigint OR EXISTS (SELECT 1 FROM unnest($3::bigint[],"
-            " $4::bigint[]) AS h (lo, hi) WHERE e.id BETWEEN h.lo AND h.hi)) AND" + TagPrefixCondition(5) +
+            " $4::bigint[]) AS h (lo, hi) WHERE e.id BETWEEN h.lo AND h.hi))" + TagPrefixCondition(5) +
             " ORDER BY e.id LIMIT $6::bigint",
         {P(floor), P(top), P(lows), P(highs), P(tag_prefix), P(count)});
     TailBatch batch;

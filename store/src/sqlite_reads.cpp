@@ -283,9 +283,17 @@ constexpr const char* kEventRowSelect =
     " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
     " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
     " LEFT JOIN minion AS m ON m.id = r.minion_id";
-// The tag prefix condition (?3: the prefix, '' for none) on the same tag.
-constexpr const char* kEventTagPrefix =
-    " (?3 = '' OR substr(coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), 1, length(?3)) = ?3)";
+// The tag prefix condition (?3: the prefix) on the same tag, or nothing for
+// no prefix. The first two terms read the event row only, so a row is
+// judged before its joins: a stored tag by itself, and a return's event
+// (tag NULL: salt/job/<jid>/ret/<minion>) only when such a tag can start
+// with the prefix.
+std::string TagPrefixCondition(const std::string& prefix) {
+  if (prefix.empty()) return "";
+  return " AND (e.tag IS NULL OR substr(e.tag, 1, length(?3)) = ?3)"
+         " AND (e.tag IS NOT NULL OR substr('salt/job/', 1, length(?3)) = ?3 OR substr(?3, 1, 9) = 'salt/job/')"
+         " AND substr(coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), 1, length(?3)) = ?3";
+}
 
 ListedEvent EventFromRow(SQLite::Statement& q) {
   ListedEvent out{.id = q.getColumn(0).getInt64(),
@@ -301,16 +309,24 @@ ListedEvent EventFromRow(SQLite::Statement& q) {
 
 }  // namespace
 
-std::vector<ListedEvent> SqliteBackend::EventsBefore(std::optional<std::int64_t> before_id,
-                                                     const std::string& tag_prefix, std::size_t limit) {
+Backend::EventWindow SqliteBackend::EventsBefore(std::optional<std::int64_t> before_id,
+                                                 const std::string& tag_prefix, std::size_t window) {
   return Read("events_before", [&] {
-    SQLite::Statement q(*db_, std::string(kEventRowSelect) + " WHERE e.id < ?1 AND" + kEventTagPrefix +
-                                  " ORDER BY e.id DESC LIMIT ?2");
-    q.bind(1, before_id.value_or(std::numeric_limits<std::int64_t>::max()));
-    q.bind(2, static_cast<std::int64_t>(limit));
-    q.bind(3, tag_prefix);
-    std::vector<ListedEvent> out;
-    while (q.executeStep()) out.push_back(EventFromRow(q));
+    const std::int64_t before = before_id.value_or(std::numeric_limits<std::int64_t>::max());
+    const auto size = static_cast<std::int64_t>(window);
+    EventWindow out;
+    SQLite::Statement low(*db_, "SELECT min(id), count(*) FROM (SELECT id FROM event WHERE id < ?1 ORDER BY id DESC LIMIT ?2)");
+    low.bind(1, before);
+    low.bind(2, size);
+    low.executeStep();
+    if (low.getColumn(1).getInt64() == 0) return out;
+    out.lowest = low.getColumn(0).getInt64();
+    SQLite::Statement q(*db_, std::string(kEventRowSelect) + " WHERE e.id < ?1 AND e.id >= ?2" +
+                                  TagPrefixCondition(tag_prefix) + " ORDER BY e.id DESC");
+    q.bind(1, before);
+    q.bind(2, *out.lowest);
+    if (!tag_prefix.empty()) q.bind(3, tag_prefix);
+    while (q.executeStep()) out.events.push_back(EventFromRow(q));
     return out;
   });
 }
@@ -340,11 +356,11 @@ TailBatch SqliteBackend::TailEvents(const std::string& cursor, const std::string
     throw std::invalid_argument("not a live-tail cursor of this store: '" + cursor.substr(0, 64) + "'");
   }
   return Read("tail_events", [&] {
-    SQLite::Statement q(*db_, std::string(kEventRowSelect) + " WHERE e.id > ?1 AND" + kEventTagPrefix +
+    SQLite::Statement q(*db_, std::string(kEventRowSelect) + " WHERE e.id > ?1" + TagPrefixCondition(tag_prefix) +
                                   " ORDER BY e.id LIMIT ?2");
     q.bind(1, after);
     q.bind(2, static_cast<std::int64_t>(limit));
-    q.bind(3, tag_prefix);
+    if (!tag_prefix.empty()) q.bind(3, tag_prefix);
     TailBatch batch;
     std::size_t rows = 0;
     while (q.executeStep()) {
