@@ -177,6 +177,12 @@ bench() {
     env TMPDIR=/var/tmp ./build/bin/pg_bench --jobs 100000 --baseline-events 50000 --lookup-returns 10000 --store-jobs 1000000
   run_bench "ack_bench: the Salt plug-in's acknowledged returner() beside local_cache, and its latency" \
     /usr/bin/python3 bench/ack_bench.py --bin-dir ./build/bin
+  # web_bench writes live events into its store: a copy of the query store.
+  local web_copy=/var/tmp/brine-web-bench-$$
+  mkdir -p "$web_copy" && cp "$store/cache/brine.sqlite" "$web_copy/brine.sqlite"
+  run_bench "web_bench: brine-web's pages at depth on a copy of the query store, 200 open streams, the live tail at 10k events/s" \
+    env TMPDIR=/var/tmp ./build/bin/web_bench --store "$web_copy/brine.sqlite" --seconds 20 --streams 200 --rate 10000
+  rm -rf "$web_copy"
   log "JSON lines (also in build/bench.log)"
   grep '^{' "$out"
   log "issue 7's figures beside their targets"
