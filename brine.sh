@@ -177,6 +177,12 @@ bench() {
     env TMPDIR=/var/tmp ./build/bin/pg_bench --jobs 100000 --baseline-events 50000 --lookup-returns 10000 --store-jobs 1000000
   run_bench "ack_bench: the Salt plug-in's acknowledged returner() beside local_cache, and its latency" \
     /usr/bin/python3 bench/ack_bench.py --bin-dir ./build/bin
+  # web_bench writes live events into its store: a copy of the query store.
+  local web_copy=/var/tmp/brine-web-bench-$$
+  mkdir -p "$web_copy" && cp "$store/cache/brine.sqlite" "$web_copy/brine.sqlite"
+  run_bench "web_bench: brine-web's pages at depth on a copy of the query store, 200 open streams, the live tail at 10k events/s" \
+    env TMPDIR=/var/tmp ./build/bin/web_bench --store "$web_copy/brine.sqlite" --seconds 20 --streams 200 --rate 10000
+  rm -rf "$web_copy"
   log "JSON lines (also in build/bench.log)"
   grep '^{' "$out"
   log "issue 7's figures beside their targets"
@@ -219,9 +225,12 @@ demo() {
   local quick="${BRINE_DEMO_QUICK:-}"
   local minions=300 jobs=400
   if [ -n "$quick" ]; then minions=50; jobs=60; fi
-  if [ -f "$demo_dir/master.pid" ] && kill -0 "$(cat "$demo_dir/master.pid")" 2>/dev/null; then
-    kill "$(cat "$demo_dir/master.pid")" 2>/dev/null || true
-  fi
+  local pidfile
+  for pidfile in "$demo_dir/master.pid" "$demo_dir/web.pid"; do
+    if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+      kill "$(cat "$pidfile")" 2>/dev/null || true
+    fi
+  done
   rm -rf "$demo_dir"
   mkdir -p "$demo_dir/conf"
   # Everything lives under demo/: nothing under /etc or /var.
@@ -233,6 +242,7 @@ brine.sock_dir: $demo_dir/sock
 brine.log_file: $demo_dir/log/brine-master
 brine.log_level: info
 brine.active_window_s: 86400
+brine.web_port: 0
 CONF
   local run="./build/bin/brine-run -c $demo_dir/conf"
   log "starting brine-master on demo/conf (store: demo/cache/brine.sqlite)"
@@ -272,6 +282,21 @@ CONF
   kill -TERM "$(cat "$demo_dir/master.pid")"
   wait "$(cat "$demo_dir/master.pid")" 2>/dev/null || true
   trap - EXIT
+  # brine-web on the demo store (read-only, loopback, a free port), left
+  # running for the browser; the URL logs in once and leaves the address bar.
+  log "starting brine-web on the demo store (read-only, on loopback)"
+  ./build/bin/brine-web -c "$demo_dir/conf" >"$demo_dir/web.out" 2>&1 &
+  echo $! >"$demo_dir/web.pid"
+  local url=""
+  for _ in $(seq 100); do
+    url=$($run brine.web_url 2>/dev/null) && break
+    sleep 0.1
+  done
+  if [ -n "$url" ]; then
+    log "open $url   (brine-web: /events, /sql, /queues, /jobs/<jid>; stop it: kill \$(cat demo/web.pid))"
+  else
+    log "brine-web did not start: see demo/web.out"
+  fi
   cat <<NEXT
 
 ==> next, for real

@@ -469,6 +469,7 @@ TEST_CASE("queue store: invalid names and over-deep items are refused, read-only
   for (int i = 0; i < brine::kMaxJsonDepth; ++i) ok = Value::List({ok});
   REQUIRE(q->Insert("q", std::vector<Value>{ok}).kind == InsertOutcome::Kind::kInserted);
   REQUIRE(q->Pop("q", 1) == std::vector<Value>{ok});
-  REQUIRE_THROWS_AS(OpenQueues(dir / "brine.sqlite", {.access = brine::store::OpenOptions::Access::kReadOnly}),
-                    brine::store::StoreError);
+  // Read-only (brine-web's /queues) opens, but every write is refused.
+  auto ro = OpenQueues(dir / "brine.sqlite", {.access = brine::store::OpenOptions::Access::kReadOnly});
+  REQUIRE_THROWS_AS(ro->Insert("q", std::vector<Value>{"x"}), brine::store::StoreError);
 }

@@ -42,7 +42,7 @@ constexpr std::array<std::pair<std::string_view, int>, 8> kSaltPorts = {{{"publi
                                                                          {"tcp_master_publish_pull", 4514},
                                                                          {"tcp_master_workers", 4515}}};
 
-constexpr std::array<std::string_view, 34> kBrineKeys = {
+constexpr std::array<std::string_view, 37> kBrineKeys = {
     "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
@@ -54,6 +54,7 @@ constexpr std::array<std::string_view, 34> kBrineKeys = {
     // brine-web's (web/).
     "web_bind", "web_port", "web_hosts", "web_base_path", "web_token_file", "web_hide_functions",
     "web_trust_remote_user",
+    "web_sql_timeout_s", "web_sql_row_limit", "web_metrics_file",
     // Read by the Salt queue backend (contrib/salt/queues/brine.py) only.
     "queue_timeout_s"};
 
@@ -541,6 +542,15 @@ void ReadWebKeys(const Typer& t, const std::string& root_dir, MasterConfig::Brin
   b.web_trust_remote_user = Typer::Bool(t.Brine("web_trust_remote_user")).value_or(false);
 }
 
+// brine-web's keys of its live pages: the SQL console's budget and the metrics file.
+void ReadWebLiveKeys(const Typer& t, const std::string& root_dir, const fs::path& cachedir, MasterConfig::Brine& b) {
+  b.web_sql_timeout_s = Typer::Positive(t.Brine("web_sql_timeout_s"), 3600).value_or(b.web_sql_timeout_s);
+  b.web_sql_row_limit = Typer::Positive(t.Brine("web_sql_row_limit"), 1000000).value_or(b.web_sql_row_limit);
+  std::optional<std::string> metrics = Typer::Path(t.Brine("web_metrics_file"));
+  b.web_metrics_file = metrics ? fs::path(internal::PrependRootDir(root_dir, *metrics))
+                               : fs::path(PyJoin(cachedir.string(), "brine-web.prom"));
+}
+
 MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::path& master_path,
                    std::vector<fs::path> files_read) {
   const Typer t(merged, master_path);
@@ -712,6 +722,7 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
                                                          : b.database.parent_path();
 
   ReadWebKeys(t, root_dir, b);
+  ReadWebLiveKeys(t, root_dir, c.cachedir, b);
   t.WarnUnknownBrineKeys(c.warnings);
   return c;
 }

@@ -130,4 +130,6 @@ bool IsLiteralGlob(std::string_view pattern) {
   return pattern.find_first_of("*?[") == std::string_view::npos;
 }
 
+std::string_view GlobLiteralPrefix(std::string_view pattern) { return pattern.substr(0, pattern.find_first_of("*?[")); }
+
 }  // namespace brine

@@ -216,6 +216,22 @@ class Backend : public RetentionBackend {
                                 const std::function<void(StoredJob&&)>& fn) = 0;
   virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                             const std::function<void(ArchivedEvent&&)>& fn) = 0;
+  // The `window` newest events with id < before_id (nullopt: no bound):
+  // those whose tag starts with `tag_prefix`, newest first, and the lowest id
+  // of the window (nullopt when it was empty: the archive ends). One bounded
+  // read however little matches; JobCache::ListEvents does the rest of the
+  // glob and the budget.
+  struct EventWindow {
+    std::vector<ListedEvent> events;
+    std::optional<std::int64_t> lowest;
+  };
+  virtual EventWindow EventsBefore(std::optional<std::int64_t> before_id, const std::string& tag_prefix,
+                                   std::size_t window) = 0;
+  // Store::TailStart and Store::TailEvents; the backend's cursor rules.
+  // `match` is the glob's test of a tag that starts with `tag_prefix`.
+  virtual std::string TailStart() = 0;
+  virtual TailBatch TailEvents(const std::string& cursor, const std::string& tag_prefix,
+                               const std::function<bool(std::string_view tag)>& match, std::size_t limit) = 0;
   virtual Value GetFun(const std::string& fun) = 0;
   virtual std::vector<std::string> GetMinions() = 0;
   virtual std::optional<std::string> GetEndtime(const std::string& jid) = 0;

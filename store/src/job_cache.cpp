@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "brine/core/glob.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 
@@ -368,6 +369,41 @@ class JobCache final : public Store, private StoreMaintenance {
   void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                     const std::function<void(ArchivedEvent&&)>& fn) override {
     backend_->ForEachEvent(from, until, fn);
+  }
+
+  EventPage ListEvents(const EventQuery& query) override {
+    const auto started = std::chrono::steady_clock::now();
+    const std::string prefix(GlobLiteralPrefix(query.tag_glob));
+    EventPage page;
+    std::optional<std::int64_t> before = query.before_id;
+    // Bounded windows of the archive, newest first: the page's size without
+    // a glob, else 2,000 rows (so a glob that matches little is neither a
+    // round trip per row nor one unbounded scan), until the page is full,
+    // the archive ends or the budget runs out.
+    const std::size_t window = query.tag_glob.empty() ? query.limit : std::max<std::size_t>(query.limit, 2000);
+    while (page.events.size() < query.limit) {
+      Backend::EventWindow w = backend_->EventsBefore(before, prefix, window);
+      for (ListedEvent& e : w.events) {
+        if (query.tag_glob.empty() || FnMatch(query.tag_glob, e.event.tag)) page.events.push_back(std::move(e));
+        if (page.events.size() == query.limit) return page;
+      }
+      if (!w.lowest) return page;
+      before = w.lowest;
+      if (query.time_budget && std::chrono::steady_clock::now() - started >= *query.time_budget) {
+        page.complete = false;
+        page.reached = before;
+        return page;
+      }
+    }
+    return page;
+  }
+
+  std::string TailStart() override { return backend_->TailStart(); }
+
+  TailBatch TailEvents(const std::string& cursor, const std::string& tag_glob, std::size_t limit) override {
+    return backend_->TailEvents(
+        cursor, std::string(GlobLiteralPrefix(tag_glob)),
+        [&](std::string_view tag) { return tag_glob.empty() || FnMatch(tag_glob, tag); }, limit);
   }
 
   std::vector<JobRecord> GetJidsFilter(std::size_t count, FindJobs find_jobs) override {

@@ -19,10 +19,6 @@ bool AllLiteral(const std::vector<std::string>& globs) {
   return std::all_of(globs.begin(), globs.end(), [](const std::string& g) { return IsLiteralGlob(g); });
 }
 
-// The text of `glob` before its first metacharacter: every name the glob
-// matches starts with it.
-std::string_view LiteralPrefix(std::string_view glob) { return glob.substr(0, glob.find_first_of("*?[")); }
-
 // The load's tgt (a string, or a list whose string elements are tried in
 // turn) matches any glob.
 bool TargetMatches(const std::vector<std::string>& globs, const Value& load) {
@@ -70,11 +66,11 @@ JobPushdown PushdownOf(const JobFilter& filter) {
     p.fun_in = filter.function_globs;
   } else {
     const bool prefixed = std::all_of(filter.function_globs.begin(), filter.function_globs.end(),
-                                      [](const std::string& g) { return !LiteralPrefix(g).empty(); });
+                                      [](const std::string& g) { return !GlobLiteralPrefix(g).empty(); });
     if (prefixed) {
       for (const std::string& g : filter.function_globs) {
         const bool literal = IsLiteralGlob(g);
-        p.fun_patterns.push_back({.text = std::string(literal ? std::string_view(g) : LiteralPrefix(g)),
+        p.fun_patterns.push_back({.text = std::string(literal ? std::string_view(g) : GlobLiteralPrefix(g)),
                                   .prefix = !literal});
       }
     }

@@ -26,12 +26,17 @@ using detail::RethrowPgAsStoreError;
 
 class PostgresQueues final : public detail::TransactionalQueues {
  public:
+  using Queues::Items;
+
   PostgresQueues(const std::string& uri, const OpenOptions& options) {
-    if (options.access != OpenOptions::Access::kReadWrite) {
-      throw StoreError("cannot open the queues read-only: queue calls record queue names");
-    }
+    read_only_ = options.access == OpenOptions::Access::kReadOnly;
     try {
       db_ = std::make_unique<PgConnection>(uri);
+      if (read_only_) {
+        // As OpenStore read-only: no migration, every transaction read-only.
+        db_->Exec("SET default_transaction_read_only = on");
+        return;
+      }
       // statement_timeout as the store's writer sets it (postgres_backend.cpp):
       // a role or database default (even 1 ms) must not cancel a pop or the
       // migrations; lock_timeout is the one bound on waiting.
@@ -96,6 +101,13 @@ class PostgresQueues final : public detail::TransactionalQueues {
 
   std::int64_t Length(const std::string& queue) override {
     CheckName(queue);
+    if (read_only_) {
+      return ReadOnly("queue length", [&] {
+        return db_->Exec("SELECT count(*) FROM queue_item WHERE queue_id = (SELECT id FROM queue WHERE name = $1)",
+                         {PgParam{queue}})
+            .integer(0, 0);
+      });
+    }
     std::int64_t n = 0;
     Write("queue length", [&] {
       n = db_->Exec("SELECT count(*) FROM queue_item WHERE queue_id = " + std::to_string(EnsureQueue(queue)))
@@ -104,14 +116,25 @@ class PostgresQueues final : public detail::TransactionalQueues {
     return n;
   }
 
-  std::vector<Value> Items(const std::string& queue) override {
+  std::vector<Value> Items(const std::string& queue, std::int64_t limit) override {
     CheckName(queue);
+    detail::CheckLimit(limit);
+    // LIMIT NULL is no limit.
+    const std::string n = limit < 0 ? "NULL" : std::to_string(limit);
     std::vector<Value> items;
-    Write("queue items", [&] {
-      PgResult r = db_->Exec("SELECT item FROM queue_item WHERE queue_id = " + std::to_string(EnsureQueue(queue)) +
-                             " ORDER BY id");
+    auto read = [&](const std::string& queue_id) {
+      PgResult r = db_->Exec("SELECT item FROM queue_item WHERE queue_id = " + queue_id + " ORDER BY id LIMIT " + n);
       for (int i = 0; i < r.rows(); ++i) items.push_back(ParseJson(r.text(i, 0)));
-    });
+    };
+    if (read_only_) {
+      ReadOnly("queue items", [&] {
+        PgResult id = db_->Exec("SELECT id FROM queue WHERE name = $1", {PgParam{queue}});
+        if (id.rows() > 0) read(std::to_string(id.integer(0, 0)));
+        return 0;
+      });
+      return items;
+    }
+    Write("queue items", [&] { read(std::to_string(EnsureQueue(queue))); });
     return items;
   }
 
@@ -152,6 +175,17 @@ class PostgresQueues final : public detail::TransactionalQueues {
         " SELECT id FROM i UNION ALL SELECT id FROM queue WHERE name = $1",
         {PgParam{queue}});
     return r.integer(0, 0);
+  }
+
+  // A read of a read-only Queues, its failures translated.
+  template <class F>
+  auto ReadOnly(const char* what, F&& f) -> decltype(f()) {
+    CheckIdle(what);
+    try {
+      return f();
+    } catch (...) {
+      RethrowPgAsStoreError(what, Op::kRead);
+    }
   }
 
   std::unique_ptr<PgConnection> db_;

@@ -10,6 +10,8 @@
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "postgres_arrays.h"
+#include "tail_cursor.h"
 
 namespace brine::store::detail {
 
@@ -181,28 +183,134 @@ void PostgresBackend::ForEachStoredJob(const std::optional<std::string>& jid_min
   }
 }
 
+namespace {
+
+// An archived event's columns as salt_events shows them; read by EventFromRow.
+constexpr const char* kEventRowSelect =
+    "SELECT e.id, (extract(epoch FROM e.received) * 1000000)::bigint, ms.name,"
+    " coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), coalesce(e.data, r.full_ret),"
+    " e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
+    " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
+    " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
+    " LEFT JOIN minion AS m ON m.id = r.minion_id";
+// The tag prefix condition on the same tag ($n: the prefix, '' for none).
+// As on SQLite, the first two terms read the event row only, so a row is
+// judged before its joins.
+std::string TagPrefixCondition(int n) {
+  const std::string p = "$" + std::to_string(n) + "::text";
+  return " AND (" + p + " = '' OR e.tag IS NULL OR starts_with(e.tag, " + p + "))" + " AND (" + p +
+         " = '' OR e.tag IS NOT NULL OR starts_with('salt/job/', " + p + ") OR starts_with(" + p +
+         ", 'salt/job/')) AND (" + p + " = '' OR starts_with(coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), " +
+         p + "))";
+}
+
+ListedEvent EventFromRow(const PgResult& r, int i) {
+  ListedEvent out{.id = r.integer(i, 0),
+                  .event = {.received = FromUnixMicros(r.integer(i, 1)),
+                            .master_id = std::string(r.text(i, 2)),
+                            .tag = std::string(r.text(i, 3)),
+                            .data_json = std::string(r.text(i, 4))}};
+  if (r.text(i, 5) == "t") out.event.data_json = detail::WithStamp(out.event.data_json, std::string(r.text(i, 6)));
+  return out;
+}
+
+}  // namespace
+
+Backend::EventWindow PostgresBackend::EventsBefore(std::optional<std::int64_t> before_id,
+                                                   const std::string& tag_prefix, std::size_t window) {
+  return Guard("events_before", Op::kRead, [&] {
+    const std::string before = Int(before_id.value_or(std::numeric_limits<std::int64_t>::max()));
+    const std::string count = Int(static_cast<std::int64_t>(window));
+    EventWindow out;
+    PgResult low = Db().Exec(
+        "SELECT min(id), count(*) FROM (SELECT id FROM event WHERE id < $1::bigint ORDER BY id DESC LIMIT $2::bigint)"
+        " AS w",
+        {P(before), P(count)});
+    if (low.integer(0, 1) == 0) return out;
+    out.lowest = low.integer(0, 0);
+    const std::string lowest = Int(*out.lowest);
+    PgResult r = Db().Exec(std::string(kEventRowSelect) + " WHERE e.id < $1::bigint AND e.id >= $3::bigint" +
+                               TagPrefixCondition(2) + " ORDER BY e.id DESC",
+                           {P(before), P(tag_prefix), P(lowest)});
+    for (int i = 0; i < r.rows(); ++i) out.events.push_back(EventFromRow(r, i));
+    return out;
+  });
+}
+
+std::string PostgresBackend::TailStart() {
+  return Guard("tail_start", Op::kRead, [&] {
+    PgResult r = Db().Exec("SELECT coalesce(max(id), 0) FROM event");
+    TailCursor c;
+    c.floor = r.integer(0, 0);
+    return c.Format();
+  });
+}
+
+// The cursor's rules are tail_cursor.h's; this is one poll of them.
+TailBatch PostgresBackend::TailEvents(const std::string& cursor, const std::string& tag_prefix,
+                                      const std::function<bool(std::string_view tag)>& match, std::size_t limit) {
+  TailCursor c = TailCursor::Parse(cursor);
+  return Guard("tail_events", Op::kRead, [&] {
+    // The snapshot before the rows are read: a transaction that had ended
+    // by now has its rows visible to the read below.
+    PgResult snap = Db().Exec(
+        "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint,"
+        " pg_snapshot_xmax(pg_current_snapshot())::text::bigint");
+    const std::int64_t xmin = snap.integer(0, 0);
+    const bool settled = c.mark && c.xmax && xmin >= *c.xmax;
+    if (c.mark && !c.xmax) c.xmax = snap.integer(0, 1);
+    ArrayText lo;
+    ArrayText hi;
+    for (const auto& [a, b] : c.Holes()) {
+      lo.Add(a);
+      hi.Add(b);
+    }
+    const std::string floor = Int(c.floor);
+    const std::string top = Int(c.Top());
+    const std::string count = Int(static_cast<std::int64_t>(limit));
+    const std::string lows = lo.Take();
+    const std::string highs = hi.Take();
+    PgResult r = Db().Exec(
+        std::string(kEventRowSelect) +
+            " WHERE e.id > $1::bigint AND (e.id > $2::bigint OR EXISTS (SELECT 1 FROM unnest($3::bigint[],"
+            " $4::bigint[]) AS h (lo, hi) WHERE e.id BETWEEN h.lo AND h.hi))" + TagPrefixCondition(5) +
+            " ORDER BY e.id LIMIT $6::bigint",
+        {P(floor), P(top), P(lows), P(highs), P(tag_prefix), P(count)});
+    TailBatch batch;
+    bool full = false;  // a row waits for the floor to move (too many ranges)
+    for (int i = 0; i < r.rows() && !full; ++i) {
+      ListedEvent e = EventFromRow(r, i);
+      if (!c.Mark(e.id)) {
+        full = true;
+      } else if (match(e.event.tag)) {
+        batch.events.push_back({.cursor = c.Format(), .event = std::move(e)});
+      }
+    }
+    batch.more = !full && r.rows() == static_cast<int>(limit);
+    // Every row at or below the mark that will ever be visible was visible
+    // to this read, and all of them were read unless the limit cut it.
+    if (settled && !batch.more && !full) c.RaiseFloor(*c.mark);
+    if (!c.mark) {
+      PgResult newest = Db().Exec("SELECT coalesce(max(id), 0) FROM event");
+      if (newest.integer(0, 0) > c.floor) c.mark = newest.integer(0, 0);
+    }
+    batch.cursor = c.Format();
+    return batch;
+  });
+}
+
 void PostgresBackend::ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                                    const std::function<void(ArchivedEvent&&)>& fn) {
   std::exception_ptr caller_failure;
   Guard("export_events", Op::kRead, [&] {
     Db().StartRows(
-        "SELECT (extract(epoch FROM e.received) * 1000000)::bigint, ms.name,"
-        " coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), coalesce(e.data, r.full_ret),"
-        " e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
-        " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
-        " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
-        " LEFT JOIN minion AS m ON m.id = r.minion_id"
-        " WHERE ($1::text IS NULL OR e.received >= to_timestamp($1::double precision))"
-        " AND ($2::text IS NULL OR e.received < to_timestamp($2::double precision)) ORDER BY e.id",
+        std::string(kEventRowSelect) +
+            " WHERE ($1::text IS NULL OR e.received >= to_timestamp($1::double precision))"
+            " AND ($2::text IS NULL OR e.received < to_timestamp($2::double precision)) ORDER BY e.id",
         {from ? P(TimeText(*from)) : PgParam::Null(), until ? P(TimeText(*until)) : PgParam::Null()});
     while (std::optional<PgResult> row = db_->NextRow()) {
       if (caller_failure) continue;  // drain the rest
-      ArchivedEvent e{.received = FromUnixMicros(row->integer(0, 0)),
-                      .master_id = std::string(row->text(0, 1)),
-                      .tag = std::string(row->text(0, 2)),
-                      .data_json = std::string(row->text(0, 3))};
-      if (row->text(0, 4) == "t") e.data_json = detail::WithStamp(e.data_json, std::string(row->text(0, 5)));
-      detail::Deliver(fn, std::move(e), caller_failure);
+      detail::Deliver(fn, EventFromRow(*row, 0).event, caller_failure);
     }
     return 0;
   });

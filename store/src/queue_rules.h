@@ -18,6 +18,9 @@ namespace brine::store::detail {
 // Throws std::invalid_argument unless IsValidQueueName(queue).
 void CheckName(const std::string& queue);
 
+// Throws std::invalid_argument for a limit below kAllItems (-1).
+void CheckLimit(std::int64_t limit);
+
 // The storage JSON of each item. Throws std::invalid_argument for an item
 // nested deeper than kMaxJsonDepth (ParseJson could not read it back).
 std::vector<std::string> ItemTexts(std::span<const Value> items);
@@ -40,6 +43,7 @@ class TransactionalQueues : public Queues {
   virtual std::vector<Value> PopHead(const std::string& queue, std::int64_t quantity) = 0;
 
   void CheckWritable(const char* what) const {
+    if (read_only_) throw StoreError(std::string("cannot ") + what + ": the queues were opened read-only");
     if (failed_) throw StoreError(std::string("cannot ") + what + ": an earlier commit failed; reopen the queues");
   }
 
@@ -102,6 +106,9 @@ class TransactionalQueues : public Queues {
     pop_open_ = false;
     RollbackTxn();
   }
+
+  // Set by a backend opened read-only (OpenQueues): every write is refused.
+  bool read_only_ = false;
 
   // For a destructor: rolls back a pop still open (RollbackTxn is virtual,
   // so the derived class must call this while it still exists).

@@ -50,6 +50,10 @@ void CheckName(const std::string& queue) {
   }
 }
 
+void CheckLimit(std::int64_t limit) {
+  if (limit < kAllItems) throw std::invalid_argument("a queue item limit must be -1 (all) or more");
+}
+
 // The storage JSON of each item; an item ParseJson could not read back is refused.
 std::vector<std::string> ItemTexts(std::span<const Value> items) {
   std::vector<std::string> texts;

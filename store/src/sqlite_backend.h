@@ -183,6 +183,11 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
                         const std::optional<std::string>& jid_max,
                         const std::function<void(StoredJob&&)>& fn) override;
+  EventWindow EventsBefore(std::optional<std::int64_t> before_id, const std::string& tag_prefix,
+                           std::size_t window) override;
+  std::string TailStart() override;
+  TailBatch TailEvents(const std::string& cursor, const std::string& tag_prefix,
+                       const std::function<bool(std::string_view tag)>& match, std::size_t limit) override;
   void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                     const std::function<void(ArchivedEvent&&)>& fn) override;
   Value GetFun(const std::string& fun) override;

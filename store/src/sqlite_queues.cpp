@@ -63,10 +63,10 @@ int PollWriteLock(void* arg, int tries) noexcept {
 
 class SqliteQueues final : public detail::TransactionalQueues {
  public:
+  using Queues::Items;
+
   SqliteQueues(const std::filesystem::path& path, const OpenOptions& options) {
-    if (options.access != OpenOptions::Access::kReadWrite) {
-      throw StoreError("cannot open the queues of " + path.string() + " read-only: queue calls record queue names");
-    }
+    read_only_ = options.access == OpenOptions::Access::kReadOnly;
     db_ = detail::OpenConnection(path, options);
     lock_wait_.timeout = options.busy_timeout;
     sqlite3_busy_handler(db_->getHandle(), &PollWriteLock, &lock_wait_);
@@ -76,6 +76,7 @@ class SqliteQueues final : public detail::TransactionalQueues {
 
   InsertOutcome Insert(const std::string& queue, std::span<const Value> items) override {
     CheckName(queue);
+    CheckWritable("insert");
     const std::vector<std::string> texts = ItemTexts(items);
     InsertOutcome outcome;
     Write("queue insert", [&] {
@@ -103,6 +104,7 @@ class SqliteQueues final : public detail::TransactionalQueues {
 
   std::int64_t Delete(const std::string& queue, std::span<const Value> items) override {
     CheckName(queue);
+    CheckWritable("delete");
     const std::vector<std::string> texts = ItemTexts(items);
     std::int64_t removed = 0;
     Write("queue delete", [&] {
@@ -140,18 +142,21 @@ class SqliteQueues final : public detail::TransactionalQueues {
     if (const auto id = Read("queue length", [&] { return FindQueue(queue); })) {
       return Read("queue length", [&] { return count(*id); });
     }
+    if (read_only_) return 0;
     std::int64_t n = 0;
     Write("queue length", [&] { n = count(EnsureQueue(queue)); });
     return n;
   }
 
-  std::vector<Value> Items(const std::string& queue) override {
+  std::vector<Value> Items(const std::string& queue, std::int64_t limit) override {
     CheckName(queue);
+    detail::CheckLimit(limit);
     if (const auto id = Read("queue items", [&] { return FindQueue(queue); })) {
-      return Read("queue items", [&] { return SelectItems(*id, kAllItems).items; });
+      return Read("queue items", [&] { return SelectItems(*id, limit).items; });
     }
+    if (read_only_) return {};
     std::vector<Value> items;
-    Write("queue items", [&] { items = SelectItems(EnsureQueue(queue), kAllItems).items; });
+    Write("queue items", [&] { items = SelectItems(EnsureQueue(queue), limit).items; });
     return items;
   }
 

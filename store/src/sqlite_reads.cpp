@@ -229,29 +229,117 @@ void SqliteBackend::ForEachStoredJob(const std::optional<std::string>& jid_min,
   if (caller_failure) std::rethrow_exception(caller_failure);
 }
 
+namespace {
+
+// An archived event's columns as salt_events shows them, without its UNION
+// (whose ORDER BY would sort the whole window in a temp b-tree): the event's
+// id is its order. Read by EventFromRow.
+constexpr const char* kEventRowSelect =
+    "SELECT e.id, ms.name, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name),"
+    " coalesce(e.data, r.full_ret), e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
+    " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
+    " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
+    " LEFT JOIN minion AS m ON m.id = r.minion_id";
+// The tag prefix condition (?3: the prefix) on the same tag, or nothing for
+// no prefix. The first two terms read the event row only, so a row is
+// judged before its joins: a stored tag by itself, and a return's event
+// (tag NULL: salt/job/<jid>/ret/<minion>) only when such a tag can start
+// with the prefix.
+std::string TagPrefixCondition(const std::string& prefix) {
+  if (prefix.empty()) return "";
+  return " AND (e.tag IS NULL OR substr(e.tag, 1, length(?3)) = ?3)"
+         " AND (e.tag IS NOT NULL OR substr('salt/job/', 1, length(?3)) = ?3 OR substr(?3, 1, 9) = 'salt/job/')"
+         " AND substr(coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name), 1, length(?3)) = ?3";
+}
+
+ListedEvent EventFromRow(SQLite::Statement& q) {
+  ListedEvent out{.id = q.getColumn(0).getInt64(),
+                  .event = {.received = FromUnixMicros(q.getColumn(0).getInt64()),
+                            .master_id = q.getColumn(1).getString(),
+                            .tag = q.getColumn(2).getString(),
+                            .data_json = q.getColumn(3).getString()}};
+  if (q.getColumn(4).getInt() != 0) {
+    out.event.data_json = detail::WithStamp(out.event.data_json, q.getColumn(5).getString());
+  }
+  return out;
+}
+
+}  // namespace
+
+Backend::EventWindow SqliteBackend::EventsBefore(std::optional<std::int64_t> before_id,
+                                                 const std::string& tag_prefix, std::size_t window) {
+  return Read("events_before", [&] {
+    const std::int64_t before = before_id.value_or(std::numeric_limits<std::int64_t>::max());
+    const auto size = static_cast<std::int64_t>(window);
+    EventWindow out;
+    SQLite::Statement low(*db_, "SELECT min(id), count(*) FROM (SELECT id FROM event WHERE id < ?1 ORDER BY id DESC LIMIT ?2)");
+    low.bind(1, before);
+    low.bind(2, size);
+    low.executeStep();
+    if (low.getColumn(1).getInt64() == 0) return out;
+    out.lowest = low.getColumn(0).getInt64();
+    SQLite::Statement q(*db_, std::string(kEventRowSelect) + " WHERE e.id < ?1 AND e.id >= ?2" +
+                                  TagPrefixCondition(tag_prefix) + " ORDER BY e.id DESC");
+    q.bind(1, before);
+    q.bind(2, *out.lowest);
+    if (!tag_prefix.empty()) q.bind(3, tag_prefix);
+    while (q.executeStep()) out.events.push_back(EventFromRow(q));
+    return out;
+  });
+}
+
+// On SQLite the cursor is the last row id given: one writer holds the
+// database's write lock from its first insert to its commit, and ids only
+// grow (NextArrivalId), so rows become visible in id order.
+std::string SqliteBackend::TailStart() {
+  return Read("tail_start", [&] {
+    SQLite::Statement q(*db_, "SELECT coalesce(max(id), 0) FROM event");
+    q.executeStep();
+    return "s" + std::to_string(q.getColumn(0).getInt64());
+  });
+}
+
+TailBatch SqliteBackend::TailEvents(const std::string& cursor, const std::string& tag_prefix,
+                                    const std::function<bool(std::string_view tag)>& match, std::size_t limit) {
+  std::int64_t after = 0;
+  std::size_t used = 0;
+  try {
+    if (cursor.size() < 2 || cursor[0] != 's') throw std::invalid_argument("no 's'");
+    after = std::stoll(cursor.substr(1), &used);
+  } catch (const std::logic_error&) {
+    used = 0;
+  }
+  if (used == 0 || used + 1 != cursor.size()) {
+    throw std::invalid_argument("not a live-tail cursor of this store: '" + cursor.substr(0, 64) + "'");
+  }
+  return Read("tail_events", [&] {
+    SQLite::Statement q(*db_, std::string(kEventRowSelect) + " WHERE e.id > ?1" + TagPrefixCondition(tag_prefix) +
+                                  " ORDER BY e.id LIMIT ?2");
+    q.bind(1, after);
+    q.bind(2, static_cast<std::int64_t>(limit));
+    if (!tag_prefix.empty()) q.bind(3, tag_prefix);
+    TailBatch batch;
+    std::size_t rows = 0;
+    while (q.executeStep()) {
+      ++rows;
+      ListedEvent e = EventFromRow(q);
+      after = e.id;
+      if (match(e.event.tag)) batch.events.push_back({.cursor = "s" + std::to_string(after), .event = std::move(e)});
+    }
+    batch.cursor = "s" + std::to_string(after);
+    batch.more = rows == limit;
+    return batch;
+  });
+}
+
 void SqliteBackend::ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                                  const std::function<void(ArchivedEvent&&)>& fn) {
   std::exception_ptr caller_failure;
   Read("export_events", [&] {
-    // salt_events' rows, without its UNION (whose ORDER BY would sort the
-    // whole window in a temp b-tree): the event's id is its order.
-    SQLite::Statement q(*db_,
-                        "SELECT e.id, ms.name, coalesce(e.tag, 'salt/job/' || j.jid || '/ret/' || m.name),"
-                        " coalesce(e.data, r.full_ret), e.ret_id IS NOT NULL AND e.stamp IS NOT NULL, e.stamp"
-                        " FROM event AS e JOIN master AS ms ON ms.id = e.master_id"
-                        " LEFT JOIN ret AS r ON r.id = e.ret_id LEFT JOIN job AS j ON j.id = r.job_id"
-                        " LEFT JOIN minion AS m ON m.id = r.minion_id"
-                        " WHERE e.id >= ?1 AND e.id < ?2 ORDER BY e.id");
+    SQLite::Statement q(*db_, std::string(kEventRowSelect) + " WHERE e.id >= ?1 AND e.id < ?2 ORDER BY e.id");
     q.bind(1, from ? ToUnixMicros(*from) : std::numeric_limits<std::int64_t>::min());
     q.bind(2, until ? ToUnixMicros(*until) : std::numeric_limits<std::int64_t>::max());
-    while (!caller_failure && q.executeStep()) {
-      ArchivedEvent e{.received = FromUnixMicros(q.getColumn(0).getInt64()),
-                      .master_id = q.getColumn(1).getString(),
-                      .tag = q.getColumn(2).getString(),
-                      .data_json = q.getColumn(3).getString()};
-      if (q.getColumn(4).getInt() != 0) e.data_json = detail::WithStamp(e.data_json, q.getColumn(5).getString());
-      detail::Deliver(fn, std::move(e), caller_failure);
-    }
+    while (!caller_failure && q.executeStep()) detail::Deliver(fn, EventFromRow(q).event, caller_failure);
     return 0;
   });
   if (caller_failure) std::rethrow_exception(caller_failure);

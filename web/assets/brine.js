@@ -117,3 +117,89 @@ if (canvases.length > 0) {
   });
   document.head.appendChild(script);
 }
+
+// The live tail on /events: an EventSource on the stream the page names,
+// newest row first, at most MAX_ROWS rows. Pause closes the stream and
+// remembers its cursor; Resume opens it again from there (?after=), so no
+// event is lost or shown twice. Rows are built with textContent only.
+const MAX_ROWS = 500;
+const live = document.getElementById("live");
+if (live && live.dataset.stream && typeof EventSource === "function") {
+  const tbody = live.querySelector("tbody");
+  const status = document.getElementById("tail-status");
+  const pause = document.getElementById("tail-pause");
+  let source = null;
+  let cursor = "";
+  let received = 0;
+
+  const cell = (row, text, cls) => {
+    const td = row.insertCell();
+    td.textContent = text;
+    if (cls) td.className = cls;
+    return td;
+  };
+  const say = (text) => {
+    if (status) status.textContent = text;
+  };
+  const open = () => {
+    let url = live.dataset.stream;
+    if (cursor) url += (url.includes("?") ? "&" : "?") + "after=" + encodeURIComponent(cursor);
+    source = new EventSource(url);
+    source.addEventListener("open", () => say(`live, ${received} events`));
+    source.addEventListener("error", () => say("reconnecting…"));
+    source.addEventListener("message", (e) => {
+      cursor = e.lastEventId || cursor;
+      let ev;
+      try {
+        ev = JSON.parse(e.data);
+      } catch {
+        return;
+      }
+      const row = tbody.insertRow(0);
+      row.className = "live-event";
+      const time = document.createElement("time");
+      time.setAttribute("datetime", ev.time);
+      time.textContent = ev.time;
+      row.insertCell().appendChild(time);
+      cell(row, ev.tag, "event-tag");
+      cell(row, ev.master);
+      const code = document.createElement("code");
+      code.textContent = ev.truncated ? "(too large: see the history)" : JSON.stringify(ev.data);
+      row.insertCell().appendChild(code);
+      while (tbody.rows.length > MAX_ROWS) tbody.deleteRow(tbody.rows.length - 1);
+      received += 1;
+      say(`live, ${received} events`);
+      render(document.documentElement.dataset.timezone || "utc");
+    });
+    source.addEventListener("cursor", (e) => {
+      cursor = e.lastEventId || cursor;
+    });
+    source.addEventListener("skipped", (e) => {
+      cursor = e.lastEventId || cursor;
+      let n = 0;
+      try {
+        n = JSON.parse(e.data).skipped;
+      } catch {
+        // keep 0
+      }
+      const row = tbody.insertRow(0);
+      row.className = "skipped";
+      const td = cell(row, `${n} events skipped: reload to see them`);
+      td.colSpan = 4;
+    });
+  };
+  if (pause) {
+    pause.addEventListener("click", () => {
+      if (source) {
+        source.close();
+        source = null;
+        pause.textContent = "Resume";
+        say(`paused, ${received} events`);
+      } else {
+        pause.textContent = "Pause";
+        open();
+      }
+    });
+  }
+  open();
+}

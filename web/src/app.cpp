@@ -6,6 +6,8 @@
 
 #include "assets.h"
 #include "brine/core/jid.h"
+#include "event_stream.h"
+#include "brine/web/metrics.h"
 #include "pages.h"
 
 namespace brine::web {
@@ -113,7 +115,18 @@ App::App(Options options)
       clock_(options_.clock != nullptr ? *options_.clock : system_clock_),
       sessions_(clock_, options_.session_limits),
       limiter_(clock_, options_.max_login_failures, options_.login_window),
-      stores_(std::make_unique<StorePool>(options_.database)) {}
+      stores_(std::make_unique<StorePool>(options_.database)),
+      metrics_(std::make_unique<WebMetrics>()),
+      hub_(std::make_unique<EventHub>(EventHub::Options{.database = options_.database.string(),
+                                                        .poll = options_.tail_poll,
+                                                        .buffer_bytes = options_.stream_buffer_bytes,
+                                                        .stall_limit = options_.stream_stall_limit},
+                                      *metrics_)),
+      sql_(store::OpenSqlEngine(options_.database.string())) {}
+
+std::string App::MetricsText() { return metrics_->Text(failed_logins()); }
+
+std::int64_t App::open_streams() const { return metrics_->open_streams(); }
 
 App::~App() = default;
 
@@ -129,11 +142,15 @@ Response App::Handle(const Request& request) {
   } else if (!request.path.starts_with(options_.base_path)) {
     r = request.path == "/" ? Redirect(options_.base_path) : Text(404, "not found");
   } else {
+    const std::string path = request.path.substr(options_.base_path.size());
+    const auto started = std::chrono::steady_clock::now();
     try {
-      r = Route(request, request.path.substr(options_.base_path.size()));
+      r = Route(request, path);
     } catch (const std::exception& e) {
       r = Text(500, std::string("brine-web: ") + e.what());
     }
+    metrics_->PageTime(RouteLabel(path), std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::steady_clock::now() - started));
   }
   AddSecurityHeaders(r);
   return r;
@@ -216,7 +233,9 @@ Response App::Route(const Request& request, const std::string& path) {
   }
   const std::string format = WantedFormat(request);
   if (!session) {
-    if (!format.empty() || request.method == "POST") return JsonResponse(401, Value::Map({{"error", "login required"}}));
+    if (!format.empty() || request.method == "POST" || path == "events/stream") {
+      return JsonResponse(401, Value::Map({{"error", "login required"}}));
+    }
     return Redirect(options_.base_path + "login");
   }
   const PageContext ctx{.base_path = options_.base_path, .user = session->user, .csrf = session->csrf};
@@ -250,7 +269,39 @@ Response App::Route(const Request& request, const std::string& path) {
     auto lease = stores_->Take();
     return JobPage(ctx, *lease, jid, format);
   }
+  // The live pages.
+  if (path == "events") {
+    auto lease = stores_->Take();
+    return EventsPage(ctx, *lease, request, format);
+  }
+  if (path == "events/stream") return EventStream(request);
+  if (path == "sql") {
+    return SqlPage(ctx, *sql_, {.timeout = options_.sql_timeout, .row_limit = options_.sql_row_limit}, request,
+                   format);
+  }
   return Text(404, "not found");
+}
+
+Response App::EventStream(const Request& request) {
+  const std::string glob = request.Query("tag");
+  std::string cursor = request.Header("last-event-id");
+  if (cursor.empty()) cursor = request.Query("after");
+  {
+    auto lease = stores_->Take();
+    if (cursor.empty()) {
+      cursor = (*lease).TailStart();
+    } else {
+      try {
+        (void)(*lease).TailEvents(cursor, glob, 0);  // checks the cursor, reads nothing
+      } catch (const std::invalid_argument& e) {
+        return Text(400, e.what());
+      }
+    }
+  }
+  return {.status = 200,
+          .headers = {{"Content-Type", "text/event-stream; charset=utf-8"}, {"X-Accel-Buffering", "no"}},
+          .body = "",
+          .stream = hub_->Open(cursor, glob)};
 }
 
 }  // namespace brine::web

@@ -19,6 +19,7 @@
 #include "brine/web/app.h"
 #include "brine/web/auth.h"
 #include "brine/web/http_server.h"
+#include "brine/web/metrics.h"
 
 namespace brine::web {
 namespace {
@@ -115,7 +116,11 @@ int Run(const std::filesystem::path& config_dir, std::ostream& err) {
            .hosts = cfg.brine.web_hosts,
            .trust_remote_user = cfg.brine.web_trust_remote_user,
            .hide_functions = cfg.brine.web_hide_functions,
-           .active_window = std::chrono::seconds(cfg.brine.active_window_s)});
+           .active_window = std::chrono::seconds(cfg.brine.active_window_s),
+           .sql_timeout = std::chrono::seconds(cfg.brine.web_sql_timeout_s),
+           .sql_row_limit = cfg.brine.web_sql_row_limit});
+  // Rewritten every second, as brine-master's brine.metrics_file.
+  MetricsWriter metrics(cfg.brine.web_metrics_file, std::chrono::seconds(1), [&app] { return app.MetricsText(); });
   std::unique_ptr<HttpServer> server;
   try {
     server = std::make_unique<HttpServer>(HttpServer::Options{.bind = cfg.brine.web_bind, .port = cfg.brine.web_port},

@@ -5,23 +5,109 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 namespace brine::web {
+
+struct StreamBody::Parking {
+  std::mutex mutex;                      // guards the rest
+  MHD_Connection* connection = nullptr;  // set when served
+  int fd = -1;                           // its socket, while not closed
+  bool parked = false;                   // suspended, waiting for Wake
+  bool woken = false;                    // Wake came since the last Read
+  bool closed = false;                   // the connection is gone
+};
+
+StreamBody::StreamBody() : parking_(std::make_shared<Parking>()) {}
+
+void StreamBody::Wake() {
+  Parking& p = *parking_;
+  std::lock_guard lock(p.mutex);
+  p.woken = true;
+  if (p.parked && !p.closed) {
+    p.parked = false;
+    MHD_resume_connection(p.connection);
+  }
+}
+
+void StreamBody::Drop() {
+  Parking& p = *parking_;
+  std::lock_guard lock(p.mutex);
+  if (p.closed || p.fd < 0) return;
+  // The fd is still libmicrohttpd's (closed marks when it lets go of it,
+  // under this lock), so this cannot reach another connection's socket.
+  ::shutdown(p.fd, SHUT_RDWR);
+  if (p.parked) {
+    p.parked = false;
+    MHD_resume_connection(p.connection);
+  }
+}
+
+namespace {
+struct StreamContext;
+}  // namespace
 
 struct HttpServer::Impl {
   Handler handler;
   std::size_t max_body_bytes = 0;
   MHD_Daemon* daemon = nullptr;
+  std::atomic<bool> stopping{false};
+  std::mutex streams_mutex;  // guards streams
+  std::set<StreamContext*> streams;
 };
 
 namespace {
+
+// One served stream, owned by its libmicrohttpd response (freed in FreeStream).
+struct StreamContext {
+  std::shared_ptr<StreamBody> body;
+  HttpServer::Impl* impl;  // outlives every connection
+};
+
+ssize_t ReadStream(void* cls, uint64_t /*pos*/, char* buf, size_t max) {
+  auto* ctx = static_cast<StreamContext*>(cls);
+  StreamBody::Parking& p = ctx->body->parking();
+  {
+    std::lock_guard lock(p.mutex);
+    if (ctx->impl->stopping.load()) return MHD_CONTENT_READER_END_OF_STREAM;
+    p.woken = false;
+  }
+  const std::ptrdiff_t n = ctx->body->Read(buf, max);
+  if (n < 0) return MHD_CONTENT_READER_END_OF_STREAM;
+  if (n > 0) return n;
+  std::lock_guard lock(p.mutex);
+  if (ctx->impl->stopping.load()) return MHD_CONTENT_READER_END_OF_STREAM;
+  if (p.woken) return 0;  // data came while Read ran: ask again
+  // Parked until Wake (or the server stops): the thread serves others.
+  p.parked = true;
+  MHD_suspend_connection(p.connection);
+  return 0;
+}
+
+void FreeStream(void* cls) {
+  auto* ctx = static_cast<StreamContext*>(cls);
+  {
+    std::lock_guard lock(ctx->body->parking().mutex);
+    ctx->body->parking().closed = true;
+  }
+  {
+    std::lock_guard lock(ctx->impl->streams_mutex);
+    ctx->impl->streams.erase(ctx);
+  }
+  ctx->body->Closed();
+  delete ctx;
+}
 
 // One request's state between libmicrohttpd's calls (the body arrives in pieces).
 struct Pending {
   std::string body;
   bool too_large = false;
+  std::shared_ptr<StreamBody> stream;  // the answer, when it is a stream
 };
 
 int FromHex(char c) {
@@ -67,9 +153,28 @@ bool PeerIsLoopback(MHD_Connection* connection) {
   return false;
 }
 
-MHD_Result Send(MHD_Connection* connection, const Response& r) {
-  MHD_Response* response =
-      MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+MHD_Result Send(MHD_Connection* connection, const Response& r, HttpServer::Impl* impl) {
+  MHD_Response* response = nullptr;
+  if (r.stream) {
+    if (impl->stopping.load()) return MHD_NO;
+    auto* ctx = new StreamContext{.body = r.stream, .impl = impl};  // freed in FreeStream
+    {
+      std::lock_guard lock(r.stream->parking().mutex);
+      r.stream->parking().connection = connection;
+      const MHD_ConnectionInfo* fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+      r.stream->parking().fd = fd != nullptr ? fd->connect_fd : -1;
+    }
+    response = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, &ReadStream, ctx, &FreeStream);
+    if (response == nullptr) {
+      delete ctx;
+      return MHD_NO;
+    }
+    std::lock_guard lock(impl->streams_mutex);
+    impl->streams.insert(ctx);
+  } else {
+    response =
+        MHD_create_response_from_buffer(r.body.size(), const_cast<char*>(r.body.data()), MHD_RESPMEM_MUST_COPY);
+  }
   if (response == nullptr) return MHD_NO;
   for (const auto& [name, value] : r.headers) MHD_add_response_header(response, name.c_str(), value.c_str());
   const MHD_Result result = MHD_queue_response(connection, static_cast<unsigned>(r.status), response);
@@ -95,8 +200,10 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
     return MHD_YES;
   }
   if (pending->too_large) {
-    return Send(connection, {.status = 413, .headers = {{"Content-Type", "text/plain; charset=utf-8"}},
-                             .body = "request body too large\n"});
+    return Send(connection,
+                {.status = 413, .headers = {{"Content-Type", "text/plain; charset=utf-8"}},
+                 .body = "request body too large\n"},
+                impl);
   }
   Request request;
   request.method = method;
@@ -105,6 +212,15 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
   MHD_get_connection_values(connection, MHD_HEADER_KIND, CollectHeader, &request.headers);
   MHD_get_connection_values(connection, MHD_COOKIE_KIND, CollectValue, &request.cookies);
   request.peer_is_loopback = PeerIsLoopback(connection);
+  if (const MHD_ConnectionInfo* fd = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD)) {
+    const int socket = fd->connect_fd;
+    request.client_gone = [socket] {
+      // An orderly close reads as 0 bytes; a pipelined request is data.
+      char byte = 0;
+      const ssize_t n = ::recv(socket, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    };
+  }
   if (request.method == "POST" &&
       request.Header("content-type").rfind("application/x-www-form-urlencoded", 0) == 0) {
     request.form = ParseForm(pending->body);
@@ -116,11 +232,20 @@ MHD_Result Answer(void* cls, MHD_Connection* connection, const char* url, const 
     response = {.status = 500, .headers = {{"Content-Type", "text/plain; charset=utf-8"}},
                 .body = "internal error\n"};
   }
-  return Send(connection, response);
+  pending->stream = response.stream;
+  return Send(connection, response, impl);
 }
 
 void Completed(void* /*cls*/, MHD_Connection* /*connection*/, void** state, MHD_RequestTerminationCode /*code*/) {
-  delete static_cast<Pending*>(*state);
+  auto* pending = static_cast<Pending*>(*state);
+  if (pending != nullptr && pending->stream) {
+    // Before libmicrohttpd closes the socket: Drop must not touch the fd after.
+    StreamBody::Parking& p = pending->stream->parking();
+    std::lock_guard lock(p.mutex);
+    p.closed = true;
+    p.fd = -1;
+  }
+  delete pending;
   *state = nullptr;
 }
 
@@ -193,7 +318,22 @@ HttpServer::HttpServer(const Options& options, Handler handler) : impl_(std::mak
 }
 
 HttpServer::~HttpServer() {
-  if (impl_ && impl_->daemon != nullptr) MHD_stop_daemon(impl_->daemon);
+  if (!impl_ || impl_->daemon == nullptr) return;
+  // libmicrohttpd must not be stopped with a suspended connection: every
+  // parked stream is resumed, and its next Read ends it.
+  impl_->stopping.store(true);
+  {
+    std::lock_guard lock(impl_->streams_mutex);
+    for (StreamContext* ctx : impl_->streams) {
+      StreamBody::Parking& p = ctx->body->parking();
+      std::lock_guard parked(p.mutex);
+      if (p.parked && !p.closed) {
+        p.parked = false;
+        MHD_resume_connection(p.connection);
+      }
+    }
+  }
+  MHD_stop_daemon(impl_->daemon);
 }
 
 }  // namespace brine::web

@@ -26,7 +26,8 @@ Html Layout(const PageContext& ctx, std::string_view title, const Html& body) {
               Html::Literal("<a href=\"") + base + Html::Literal("\">Overview</a><a href=\"") + base +
               Html::Literal("jobs\">Jobs</a><a href=\"") + base +
               Html::Literal("minions\">Minions</a><a href=\"") + base + Html::Literal("active\">Active</a><a href=\"") + base +
-              Html::Literal("failures\">Failures</a>") +
+              Html::Literal("failures\">Failures</a><a href=\"") + base + Html::Literal("events\">Events</a><a href=\"") +
+              base + Html::Literal("sql\">SQL</a>") +
               Html::Literal("<a href=\"") + base + Html::Literal("queues\">Queues</a></nav>") +
               Html::Literal("<span class=\"spacer\"></span>") +
               Html::Literal("<button type=\"button\" id=\"tz-toggle\" hidden>Times: UTC</button>");

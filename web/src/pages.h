@@ -4,12 +4,14 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 #include <string_view>
 
 #include "brine/core/value.h"
+#include "brine/store/sql.h"
 #include "brine/store/store.h"
 #include "brine/web/html.h"
 #include "brine/web/http_server.h"
@@ -67,5 +69,20 @@ struct JobsPageOptions {
                                   const std::string& minion, const Request& request, Micros now);
 // /failures: failed returns and failed states of the newest failed jobs in a window.
 [[nodiscard]] Response FailuresPage(const PageContext& ctx, store::Store& store, const Request& request, Micros now);
+// --- the live pages (events, the SQL console) ----------------------------------
+// `text` percent-encoded for a query string value (unreserved bytes, '/' and '*' kept).
+[[nodiscard]] std::string UrlEncode(std::string_view text);
+// /events from `store`: newest first, ?tag=<glob>, ?before=<id>, ?limit=N
+// (format: "", "json" or "csv"); the HTML form has the live tail above it.
+[[nodiscard]] Response EventsPage(const PageContext& ctx, store::Store& store, const Request& request,
+                                  const std::string& format);
+// The console's own limits (brine.web_sql_timeout_s, brine.web_sql_row_limit).
+struct SqlLimits {
+  std::chrono::milliseconds timeout{5000};
+  std::int64_t row_limit = 1000;
+};
+// /sql?q=<SQL> over `engine`; the query is cancelled when the client hangs up.
+[[nodiscard]] Response SqlPage(const PageContext& ctx, const store::SqlEngine& engine, const SqlLimits& limits,
+                               const Request& request, const std::string& format);
 
 }  // namespace brine::web

@@ -9,18 +9,17 @@
 namespace brine::web {
 namespace {
 
-// Items listed per queue on the HTML page, so a long queue stays a page a
-// browser can show (queues.h reads them all: the JSON and CSV forms have them).
-constexpr std::size_t kMaxItemsShown = 1000;
+// Items read per queue, from its head: a long queue stays a page a browser
+// can show and a bounded read (the length says how many there are).
+constexpr std::int64_t kMaxItemsShown = 1000;
 
 }  // namespace
 
 Response QueuesPage(const PageContext& ctx, const std::filesystem::path& database, const std::string& format) {
-  // queues.h has no read-only open (every call may record a name); only names
-  // ListQueues gave are asked about, which records nothing. OpenStore
-  // read-only first, so a missing SQLite file is an error and never created.
-  (void)store::OpenStore(database, {.access = store::OpenOptions::Access::kReadOnly, .sqlite = {.cache_kib = 2048}});
-  auto queues = store::OpenQueues(database);
+  // Read-only: never created, migrated or written, and naming a queue
+  // records nothing.
+  auto queues =
+      store::OpenQueues(database, {.access = store::OpenOptions::Access::kReadOnly, .sqlite = {.cache_kib = 2048}});
   struct Queue {
     std::string name;
     std::int64_t length;
@@ -28,7 +27,7 @@ Response QueuesPage(const PageContext& ctx, const std::filesystem::path& databas
   };
   std::vector<Queue> all;
   for (const std::string& name : queues->ListQueues()) {
-    all.push_back({name, queues->Length(name), queues->Items(name)});
+    all.push_back({name, queues->Length(name), queues->Items(name, kMaxItemsShown)});
   }
   if (format == "json") {
     ValueList list;
@@ -55,16 +54,16 @@ Response QueuesPage(const PageContext& ctx, const std::filesystem::path& databas
       body += Html::Literal("<tr><td class=\"queue-name\">") + Escape(q.name) + Html::Literal("</td><td class=\"queue-length\">") +
               Escape(std::to_string(q.length)) + Html::Literal("</td><td>");
       if (!q.items.empty()) {
-        body += Html::Literal("<details><summary>") + Escape(std::to_string(q.items.size()) + " items") +
+        body += Html::Literal("<details><summary>") + Escape(std::to_string(q.length) + " items") +
                 Html::Literal("</summary><ol>");
-        const std::size_t shown = std::min(q.items.size(), kMaxItemsShown);
-        for (std::size_t i = 0; i < shown; ++i) {
-          body += Html::Literal("<li><code>") + Escape(ToJson(q.items[i])) + Html::Literal("</code></li>");
+        for (const Value& item : q.items) {
+          body += Html::Literal("<li><code>") + Escape(ToJson(item)) + Html::Literal("</code></li>");
         }
         body += Html::Literal("</ol>");
-        if (shown < q.items.size()) {
+        if (static_cast<std::int64_t>(q.items.size()) < q.length) {
           body += Html::Literal("<p class=\"muted\">") +
-                  Escape(std::to_string(q.items.size() - shown) + " more: ?format=json or ?format=csv has them all") +
+                  Escape(std::to_string(q.length - static_cast<std::int64_t>(q.items.size())) +
+                         " more, not shown: `brine-run queue.list_items` lists them all") +
                   Html::Literal("</p>");
         }
         body += Html::Literal("</details>");

@@ -134,6 +134,10 @@
 //   brine.web_hide_functions  saltutil.find_job, saltutil.running, saltutil.is_running,
 //                             mine.update, grains.items, test.ping: hidden from /jobs by default
 //   brine.web_trust_remote_user false: X-Remote-User from a loopback peer names the user
+//   brine.web_sql_timeout_s   5 (1-3600): the time budget of a query on brine-web's /sql
+//   brine.web_sql_row_limit   1000 (1-1000000): rows a query on /sql shows at most
+//   brine.web_metrics_file    <cachedir>/brine-web.prom: brine-web's metrics in Prometheus's
+//                             text format, rewritten every second (docs/web.md)
 // Other brine.* keys are ignored with a warning in `warnings`.
 //
 // Values are checked strictly, by YAML type (see yaml.h: a quoted "60" is a
@@ -239,6 +243,9 @@ struct MasterConfig {
     std::vector<std::string> web_hide_functions = {"saltutil.find_job", "saltutil.running", "saltutil.is_running",
                                                    "mine.update",       "grains.items",     "test.ping"};
     bool web_trust_remote_user = false;
+    std::int64_t web_sql_timeout_s = 5;
+    std::int64_t web_sql_row_limit = 1000;
+    std::filesystem::path web_metrics_file = "/var/cache/salt/master/brine-web.prom";
   } brine;
 
   // The merged file contents (master file and includes, in Salt's order and

@@ -12,4 +12,8 @@ namespace brine {
 // True when `pattern` has no glob metacharacters, so it matches only itself.
 [[nodiscard]] bool IsLiteralGlob(std::string_view pattern);
 
+// The text of `pattern` before its first metacharacter: every text the glob
+// matches starts with it (the part of a glob an index can serve).
+[[nodiscard]] std::string_view GlobLiteralPrefix(std::string_view pattern);
+
 }  // namespace brine

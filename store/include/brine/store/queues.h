@@ -113,9 +113,12 @@ class Queues {
   // Throws std::invalid_argument for an invalid name, StoreError on failure.
   [[nodiscard]] virtual std::int64_t Length(const std::string& queue) = 0;
 
-  // Every item in `queue`, oldest first ([] for a new queue, which is
-  // recorded). Throws as Length does.
-  [[nodiscard]] virtual std::vector<Value> Items(const std::string& queue) = 0;
+  // Up to `limit` items of `queue` from its head, oldest first (kAllItems:
+  // every one; [] for a new queue, which is recorded except on a read-only
+  // Queues). Throws as Length does, std::invalid_argument for a limit below -1.
+  [[nodiscard]] virtual std::vector<Value> Items(const std::string& queue, std::int64_t limit) = 0;
+  // Every item in `queue`, oldest first: Items(queue, kAllItems).
+  [[nodiscard]] std::vector<Value> Items(const std::string& queue) { return Items(queue, kAllItems); }
 
   // Removes and returns up to `quantity` items from the head of `queue`,
   // oldest first: 0 pops nothing, a negative quantity (kAllItems) pops all.
@@ -142,9 +145,13 @@ class Queues {
 };
 
 // Opens (creating when missing) the brine store at `path` (a SQLite file, or
-// a postgresql:// URI as OpenStore takes it) for the queue tables, bringing its schema up to date as OpenStore does. `options.access`
-// must be kReadWrite: every queue call may record a name. Throws StoreError for
-// read-only access or a path that cannot be opened, TooNewError for a store
+// a postgresql:// URI as OpenStore takes it) for the queue tables, bringing its schema up to date as OpenStore does.
+// With `options.access` kReadOnly (brine-web's /queues) the store is opened
+// as OpenStore opens it read-only (SQLite `mode=ro`, a PostgreSQL session in
+// read-only transactions; never created or migrated): ListQueues, Length and
+// Items answer, naming an unknown queue records nothing (0 and []), and
+// Insert, Delete, Pop and BeginPop throw StoreError. Throws StoreError for
+// a path that cannot be opened (read-only: a missing file), TooNewError for a store
 // made by a newer brine, FatalError for a file that is not a brine store.
 [[nodiscard]] std::unique_ptr<Queues> OpenQueues(const std::filesystem::path& path,
                                                  const OpenOptions& options = {});

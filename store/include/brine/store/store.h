@@ -217,6 +217,52 @@ struct ArchivedEvent {
   std::string data_json;   // with a shared return's payload filled in
 };
 
+// An archived event with its row id: the archive's order, and the key of
+// the event pages' keyset paging (Store::ListEvents).
+struct ListedEvent {
+  std::int64_t id = 0;
+  ArchivedEvent event;
+};
+
+// What ListEvents selects: newest first, only ids below `before_id` (the
+// last page's oldest id), whose tag the fnmatch `tag_glob` matches (empty:
+// every tag). Only the glob's literal prefix (up to its first * ? or [) goes
+// into the SQL; the rest is FnMatch on the rows it gives.
+struct EventQuery {
+  std::string tag_glob;
+  std::optional<std::int64_t> before_id;
+  std::size_t limit = 100;
+  // Stop once this much time has gone (a glob that matches little): a
+  // partial page (EventPage::complete false).
+  std::optional<std::chrono::milliseconds> time_budget;
+};
+
+struct EventPage {
+  std::vector<ListedEvent> events;  // newest first
+  // False when the time budget ran out: `reached` is the last id looked at,
+  // and the listing goes on with before_id = reached.
+  bool complete = true;
+  std::optional<std::int64_t> reached;
+};
+
+// One event of a live tail, with the tail's cursor just after it (the
+// Server-Sent Events `id:` line): resuming from that cursor gives exactly
+// the events committed after this one and not yet given, on either backend
+// (docs/web.md, "The live tail").
+struct TailedEvent {
+  std::string cursor;
+  ListedEvent event;
+};
+
+struct TailBatch {
+  std::vector<TailedEvent> events;  // in archive (row id) order
+  // Where the next TailEvents call goes on (it may have moved without an
+  // event, e.g. past rows the glob did not match).
+  std::string cursor;
+  // True when `limit` cut the batch: call again without waiting.
+  bool more = false;
+};
+
 // One class of retention: what the fnmatch `glob` matches is kept until it
 // is older than `before`; nullopt keeps it forever.
 struct RetentionRule {
@@ -488,6 +534,19 @@ class Store {
   // in archive order, as salt_events shows it. `fn` as for ForEachStoredJob.
   virtual void ForEachEvent(std::optional<Micros> from, std::optional<Micros> until,
                             const std::function<void(ArchivedEvent&&)>& fn) = 0;
+  // A page of archived events, newest first (EventQuery). Throws StoreError.
+  [[nodiscard]] virtual EventPage ListEvents(const EventQuery& query) = 0;
+  // The cursor of a live tail that starts now: TailEvents from it gives the
+  // events committed from now on. Throws StoreError.
+  [[nodiscard]] virtual std::string TailStart() = 0;
+  // Up to `limit` events committed after `cursor` (TailStart's, a
+  // TailBatch's or a TailedEvent's) whose tag `tag_glob` matches (empty:
+  // all), each once: never one twice and never one skipped, even when
+  // writers commit out of id order (PostgreSQL). Throws
+  // std::invalid_argument for a cursor this backend did not make,
+  // StoreError when the read fails.
+  [[nodiscard]] virtual TailBatch TailEvents(const std::string& cursor, const std::string& tag_glob,
+                                             std::size_t limit) = 0;
   // How many jobs and archived events the store holds (count(*): a full
   // index scan, for a once-per-start judgement, not for every pass).
   struct RowCounts {

@@ -19,6 +19,11 @@
 //   GET  failures         failed returns and states in a window (?format=json|csv)
 //   GET  queues           queue names, lengths and items (?format=json|csv).
 //   GET  jobs/<jid>       a job's load and returns (?format=json).
+//   GET  events           the event archive by tag glob (?tag=, ?before=, ?format=json|csv)
+//                         with the live tail above it.
+//   GET  events/stream    the live tail as Server-Sent Events (?tag=; Last-Event-ID or
+//                         ?after= resumes); 401 without a session.
+//   GET  sql              the read-only SQL console (?q=, ?format=json|csv).
 //   GET  static/<name>.<hash>.<ext>  the embedded assets, immutable.
 // Without a session (or a trusted X-Remote-User), JSON and CSV answer 401 and
 // HTML redirects to login. A Host header that is neither a loopback address
@@ -33,12 +38,15 @@
 #include <vector>
 
 #include "brine/core/time.h"
+#include "brine/store/sql.h"
 #include "brine/web/auth.h"
 #include "brine/web/http_server.h"
 
 namespace brine::web {
 
 class StorePool;
+class WebMetrics;
+class EventHub;
 
 class App {
  public:
@@ -56,6 +64,12 @@ class App {
     std::vector<std::string> hide_functions;          // brine.web_hide_functions
     std::chrono::milliseconds page_budget{2000};      // /jobs's time budget for unindexed filters
     std::chrono::seconds active_window{300};          // brine.active_window_s, for /active
+    // The live pages (/events, /events/stream, /sql) and the metrics:
+    std::chrono::milliseconds sql_timeout{5000};   // brine.web_sql_timeout_s
+    std::int64_t sql_row_limit = 1000;             // brine.web_sql_row_limit
+    std::chrono::milliseconds tail_poll{100};      // how often the live tail asks the store
+    std::size_t stream_buffer_bytes = 256 * 1024;  // per open stream (docs/web.md, RSS)
+    std::chrono::milliseconds stream_stall_limit{30000};  // a stream that reads nothing this long is closed
   };
   explicit App(Options options);
   ~App();
@@ -66,12 +80,16 @@ class App {
   [[nodiscard]] Response Handle(const Request& request);
 
   [[nodiscard]] std::int64_t failed_logins() { return limiter_.total_failures(); }
+  // brine-web's metrics as Prometheus text (docs/web.md, "Metrics"); thread-safe.
+  [[nodiscard]] std::string MetricsText();
+  [[nodiscard]] std::int64_t open_streams() const;
 
  private:
   Response Route(const Request& request, const std::string& path);
   Response Login(const Request& request);
   Response Logout(const Request& request, const Sessions::Session& session, const std::string& session_id);
   Response StartSession(const std::string& user);
+  Response EventStream(const Request& request);
 
   Options options_;
   SystemClock system_clock_;
@@ -79,6 +97,10 @@ class App {
   Sessions sessions_;
   LoginLimiter limiter_;
   std::unique_ptr<StorePool> stores_;
+  // The live pages'; metrics_ outlives hub_ (declared first).
+  std::unique_ptr<WebMetrics> metrics_;
+  std::unique_ptr<EventHub> hub_;
+  std::unique_ptr<store::SqlEngine> sql_;
 };
 
 // True for a Host header value naming a loopback address (127.0.0.0/8,

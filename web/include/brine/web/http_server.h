@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,6 +27,9 @@ struct Request {
   std::map<std::string, std::string> cookies;
   std::map<std::string, std::string> form;  // an application/x-www-form-urlencoded POST body
   bool peer_is_loopback = false;            // the TCP peer is 127.0.0.0/8 or ::1
+  // True once the client has closed its end (for a long answer to stop
+  // early); empty when the caller cannot tell (tests that call App directly).
+  std::function<bool()> client_gone;
   [[nodiscard]] std::string Query(const std::string& name) const {
     auto it = query.find(name);
     return it == query.end() ? std::string() : it->second;
@@ -36,10 +40,45 @@ struct Request {
   }
 };
 
+// An answer written over time (Server-Sent Events). The server asks Read
+// for bytes whenever the socket can take more; when Read has none, the
+// connection is parked (suspended: no thread, no polling) until Wake. So an
+// open stream costs a socket and this object, never a thread.
+class StreamBody {
+ public:
+  virtual ~StreamBody() = default;
+  // Copies up to `max` ready bytes into `out` and returns how many; 0 when
+  // none are ready (the connection parks until Wake); -1 ends the answer.
+  // Called on a pool thread, never twice at once for one body.
+  virtual std::ptrdiff_t Read(char* out, std::size_t max) = 0;
+  // Called once when the connection is gone (the client left, the server
+  // stops, or the connection timed out writing): the body is never Read again.
+  virtual void Closed() {}
+  // Makes the server call Read again soon; safe from any thread, any time,
+  // also before the body is served and after it was closed.
+  void Wake();
+  // Ends the answer now, even while the client reads nothing (its socket is
+  // shut down, so the server's pending write fails and the connection
+  // closes); Closed follows. Safe from any thread, any time.
+  void Drop();
+
+  // For src/http_server.cpp: connects the body to its parked connection.
+  struct Parking;
+  [[nodiscard]] Parking& parking() { return *parking_; }
+
+ protected:
+  StreamBody();
+
+ private:
+  std::shared_ptr<Parking> parking_;
+};
+
 struct Response {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // When set, the answer is this stream instead of `body`.
+  std::shared_ptr<StreamBody> stream;
 };
 
 using Handler = std::function<Response(const Request&)>;
