@@ -4,6 +4,7 @@
 
 #include "brine/core/json.h"
 #include "brine/web/csv.h"
+#include "page_parts.h"
 #include "pages.h"
 
 namespace brine::web {
@@ -31,27 +32,11 @@ std::size_t PageSize(const Request& request) {
 
 std::string EventsLink(const PageContext& ctx, const std::string& tag, std::int64_t before) {
   std::string link = ctx.base_path + "events?";
-  if (!tag.empty()) link += "tag=" + UrlEncode(tag) + "&";
+  if (!tag.empty()) link += "tag=" + UrlEncode(tag, "/*") + "&";
   return link + "before=" + std::to_string(before);
 }
 
 }  // namespace
-
-std::string UrlEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-        c == '.' || c == '~' || c == '/' || c == '*') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
 
 Response EventsPage(const PageContext& ctx, store::Store& store, const Request& request, const std::string& format) {
   const std::string tag = request.Query("tag");
@@ -102,7 +87,7 @@ Response EventsPage(const PageContext& ctx, store::Store& store, const Request& 
               Html::Literal("\" placeholder=\"salt/auth*\"></label> <button type=\"submit\">Filter</button></form>");
   // The live tail: the ES module opens the stream named here.
   body += Html::Literal("<section id=\"live\" data-stream=\"") + base + Html::Literal("events/stream") +
-          (tag.empty() ? Html() : Html::Literal("?tag=") + Escape(UrlEncode(tag))) +
+          (tag.empty() ? Html() : Html::Literal("?tag=") + Escape(UrlEncode(tag, "/*"))) +
           Html::Literal("\"><h2>Live <button type=\"button\" id=\"tail-pause\">Pause</button> "
                         "<span class=\"muted\" id=\"tail-status\">connecting…</span></h2>"
                         "<table id=\"live-events\"><thead><tr><th>Time</th><th>Tag</th><th>Master</th><th>Data</th>"

@@ -8,13 +8,13 @@
 
 namespace brine::web {
 
-std::string UrlEncode(std::string_view text) {
+std::string UrlEncode(std::string_view text, std::string_view keep) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
     if ((u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || (u >= '0' && u <= '9') || u == '-' ||
-        u == '.' || u == '_' || u == '~') {
+        u == '.' || u == '_' || u == '~' || keep.find(c) != std::string_view::npos) {
       out += c;
     } else {
       out += '%';

@@ -23,7 +23,9 @@ namespace brine::web {
 using QueryPairs = std::vector<std::pair<std::string, std::string>>;
 
 // Percent-encodes everything but A-Z a-z 0-9 - . _ ~ (RFC 3986's unreserved).
-[[nodiscard]] std::string UrlEncode(std::string_view text);
+// Bytes in `keep` stay as they are too: "/*" keeps a tag glob readable in a
+// query value (never in a path segment, where '/' would start another).
+[[nodiscard]] std::string UrlEncode(std::string_view text, std::string_view keep = "");
 // "?a=1&b=x%20y" from the pairs, in their order, leaving out empty values;
 // "" when nothing is left.
 [[nodiscard]] std::string QueryString(const QueryPairs& pairs);

@@ -70,8 +70,6 @@ struct JobsPageOptions {
 // /failures: failed returns and failed states of the newest failed jobs in a window.
 [[nodiscard]] Response FailuresPage(const PageContext& ctx, store::Store& store, const Request& request, Micros now);
 // --- the live pages (events, the SQL console) ----------------------------------
-// `text` percent-encoded for a query string value (unreserved bytes, '/' and '*' kept).
-[[nodiscard]] std::string UrlEncode(std::string_view text);
 // /events from `store`: newest first, ?tag=<glob>, ?before=<id>, ?limit=N
 // (format: "", "json" or "csv"); the HTML form has the live tail above it.
 [[nodiscard]] Response EventsPage(const PageContext& ctx, store::Store& store, const Request& request,
