@@ -229,6 +229,7 @@ demo() {
 id: demo_master
 cachedir: $demo_dir/cache
 keep_jobs_seconds: 0
+brine.bus: bind
 brine.sock_dir: $demo_dir/sock
 brine.log_file: $demo_dir/log/brine-master
 brine.log_level: info

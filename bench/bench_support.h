@@ -116,7 +116,7 @@ inline pid_t StartBenchMaster(const std::filesystem::path& exe, const std::files
                               const std::string& id, const std::string& extra = "") {
   std::filesystem::create_directories(dir / "conf");
   std::ofstream(dir / "conf" / "master") << "id: " << id << "\ncachedir: " << (dir / "cache").string()
-                                         << "\nbrine.sock_dir: " << (dir / "sock").string()
+                                         << "\nbrine.bus: bind\nbrine.sock_dir: " << (dir / "sock").string()
                                          << "\nbrine.log_file: " << (dir / "brine-master.log").string()
                                          << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n"
                                          << extra;
