@@ -139,13 +139,14 @@ void AttachedBus::TryConnect() {
   stalled_ = false;
   episode_logged_ = false;
   if (ever_attached_) ++status_.reconnects;
-  ever_attached_ = true;
   status_.attached = 1;
   status_.since_us = ToUnixMicros(clock_.Now());
-  if (gap_open_) {
+  // The first attach also ends the gap an earlier run left open (its stop).
+  if (gap_open_ || !ever_attached_) {
     gap_open_ = false;
     gaps_.Post({.kind = GapOp::Kind::kClose, .at = clock_.Now()});
   }
+  ever_attached_ = true;
   log_.Log(LogLevel::kInfo, "attached to the Salt master's event bus " + options_.bus.PubName());
 }
 
@@ -195,7 +196,10 @@ std::size_t AttachedBus::Read(FrameQueue& queue, const Archiver& archiver, std::
     const ssize_t got = ::read(fd_, read_buffer_.data(), read_buffer_.size());
     if (got < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        stalled_ = false;  // caught up: whatever the master sent, we read
+        break;
+      }
       Detach(stalled_ ? store::GapReason::kFellBehind : store::GapReason::kMasterWentAway,
              std::string("read: ") + std::strerror(errno));
       break;
@@ -208,7 +212,6 @@ std::size_t AttachedBus::Read(FrameQueue& queue, const Archiver& archiver, std::
                       : "end of stream (the master stopped or restarted)");
       break;
     }
-    stalled_ = false;
     decoder_.Append(std::string_view(read_buffer_.data(), static_cast<std::size_t>(got)));
     while (std::optional<wire::StreamDecoder::Item> item = decoder_.Next()) {
       Frame frame;

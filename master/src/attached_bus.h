@@ -89,7 +89,7 @@ class AttachedBus {
   bool ever_attached_ = false;
   bool gap_open_ = false;           // as posted to the mailbox
   bool episode_logged_ = false;     // this detached episode was logged
-  bool stalled_ = false;            // left unread with the queue full since the last read
+  bool stalled_ = false;            // left unread with the queue full, and not caught up since
   bool stopped_ = false;            // Stop was called: no more connecting
   std::optional<wire::StreamFraming> framing_written_;
   std::optional<Micros> last_frame_;

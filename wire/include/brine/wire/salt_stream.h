@@ -92,7 +92,7 @@ class StreamDecoder {
   std::size_t ScanPlain(std::string& error);
   void Consume(std::size_t n);
 
-  const std::size_t max_frame_bytes_;
+  std::size_t max_frame_bytes_;  // set once, at construction
   std::string buffer_;
   std::size_t start_ = 0;      // the first byte not yet returned
   std::size_t scan_pos_ = 0;   // the plain scan's position, relative to start_

@@ -1,0 +1,241 @@
+// brine.bus: attach (issue 29): a real brine-master reading a modern Salt
+// master's own event bus, the stand-in of tests/support/modern_bus.h written
+// from ../shared/spec/salt-modern-bus.md. Every event stored once and in
+// order across framings, forms, split frames and restarts; the gaps with
+// their reasons; garbage in each framing; the reader that keeps reading
+// while the store is locked; event_return frames not stored twice.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "brine/wire/salt_stream.h"
+#include "support/master_helpers.h"
+#include "support/master_process.h"
+#include "support/modern_bus.h"
+#include "support/process.h"
+
+using brine::Value;
+using brine::test::MasterProcess;
+using brine::test::ModernBus;
+using brine::test::Sql;
+using brine::test::WaitUntil;
+using brine::wire::StreamForm;
+using brine::wire::StreamFraming;
+using brine::wire::StreamKeyOrder;
+using brine::wire::StreamString;
+
+namespace {
+
+// A brine-master attached to a stand-in in <dir>/salt (the Salt master's
+// sock_dir), with `extra` config lines. The stand-in is made by the caller.
+struct Attached {
+  explicit Attached(const std::string& extra = "") : master("brine.bus: attach\n" + extra) {
+    std::filesystem::create_directories(master.conf_dir() / "master.d");
+    std::ofstream(master.conf_dir() / "master.d" / "salt.conf") << "sock_dir: " << salt_dir().string() << "\n";
+  }
+  [[nodiscard]] std::filesystem::path salt_dir() const { return master.dir() / "salt"; }
+  [[nodiscard]] std::filesystem::path db() const { return master.database(); }
+  MasterProcess master;
+};
+
+// brine::test::Sql without its line end.
+std::string Sql1(const std::filesystem::path& db, const std::string& query) {
+  std::string v = Sql(db, query);
+  while (!v.empty() && v.back() == '\n') v.pop_back();
+  return v;
+}
+
+std::int64_t Count(const std::filesystem::path& db, const std::string& where) {
+  const std::string v = Sql1(db, "SELECT count(*) FROM salt_events WHERE " + where);
+  return v.empty() ? -1 : std::stoll(v);
+}
+
+std::string Tags(const std::filesystem::path& db, const std::string& like) {
+  return Sql1(db, "SELECT group_concat(tag, ' ') FROM (SELECT tag FROM salt_events WHERE tag LIKE '" + like +
+                     "' ORDER BY id)");
+}
+
+std::string Gaps(const std::filesystem::path& db) {
+  return Sql1(db, "SELECT coalesce(group_concat(reason || ':' || (gap_end IS NOT NULL), ', '), '') FROM "
+                 "(SELECT reason, gap_end FROM brine_bus_gaps ORDER BY gap_start)");
+}
+
+// Waits until brine_bus_gaps reads `want` (Gaps' form); false, with what it
+// saw in the test's output, when it does not within 30 s.
+bool WaitGaps(const std::filesystem::path& db, const std::string& want) {
+  if (WaitUntil([&] { return Gaps(db) == want; })) return true;
+  UNSCOPED_INFO("brine_bus_gaps: " << Gaps(db) << "; wanted " << want);
+  return false;
+}
+
+// A body with Salt's datetime (ext 78) and a Salt constant (ext 79), packed
+// by hand as salt.utils.msgpack does.
+std::string ExtBody(int i) {
+  std::string data;
+  data += "\x83";
+  data += "\xa1i";
+  data += static_cast<char>(i & 0x7f);
+  data += "\xa2" "dt";
+  const std::string stamp = "20261126T12:00:00.123456";
+  data += "\xc7";
+  data += static_cast<char>(stamp.size());
+  data += "\x4e";
+  data += stamp;
+  data += "\xa1" "c";
+  const std::string constant = std::string("\x92\xa4" "TRUE\xc3", 7);
+  data += "\xc7";
+  data += static_cast<char>(constant.size());
+  data += "\x4f";
+  data += constant;
+  return "attach/ext/" + std::to_string(i) + "\n\n" + data;
+}
+
+}  // namespace
+
+TEST_CASE("attach: every event of both framings, str and bin keys, split frames and ext bodies is stored once, in order",
+          "[attach][e2e]") {
+  Attached a;
+  ModernBus bus(a.salt_dir(), {.form = {.framing = StreamFraming::kPlain}, .write_chunk = 7});
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  for (int i = 0; i < 50; ++i) bus.Fire("attach/plain/" + std::to_string(i), Value::Map({{"i", Value(i)}}));
+  for (int i = 0; i < 5; ++i) bus.FireRaw(brine::wire::EncodeStreamFrame(ExtBody(i)));
+  REQUIRE(bus.WaitFlushed());
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag LIKE 'attach/%'") == 55; }));
+  // A restart that brings the other framing, with bin keys and the body first.
+  bus.Restart({.framing = StreamFraming::kPrefixed, .keys = StreamString::kBin, .body = StreamString::kStr,
+               .order = StreamKeyOrder::kBodyFirst});
+  REQUIRE(bus.WaitForReaders(1));
+  for (int i = 0; i < 50; ++i) bus.Fire("attach/prefixed/" + std::to_string(i), Value::Map({{"i", Value(i)}}));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag LIKE 'attach/prefixed/%'") == 50; }));
+  std::string want_plain, want_prefixed;
+  for (int i = 0; i < 50; ++i) {
+    want_plain += (i ? " " : "") + std::string("attach/plain/") + std::to_string(i);
+    want_prefixed += (i ? " " : "") + std::string("attach/prefixed/") + std::to_string(i);
+  }
+  CHECK(Tags(a.db(), "attach/plain/%") == want_plain);
+  CHECK(Tags(a.db(), "attach/prefixed/%") == want_prefixed);
+  CHECK(Count(a.db(), "tag LIKE 'attach/ext/%'") == 5);
+  const std::string ext = Sql1(a.db(), "SELECT data FROM salt_events WHERE tag = 'attach/ext/3'");
+  INFO(ext);
+  CHECK(ext.find("\"dt\":\"20261126T12:00:00.123456\"") != std::string::npos);
+  CHECK(ext.find("\"__ext__\":79") != std::string::npos);
+  // The restart is a gap, closed at the new attach; the framing seen is
+  // recorded for brine-run.
+  REQUIRE(WaitGaps(a.db(), "master went away:1"));
+  CHECK(brine::test::ReadFile(a.master.sock_dir() / "brine_bus_framing") == "prefixed\n");
+  CHECK(brine::test::Counter(a.db(), "bus_reconnects") == 1);
+  REQUIRE(a.master.Stop() == 0);
+  // brine-master's own stop is a gap, open until its next attach.
+  CHECK(Gaps(a.db()) == "master went away:1, brine-master stopped:0");
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  REQUIRE(WaitGaps(a.db(), "master went away:1, brine-master stopped:1"));
+}
+
+TEST_CASE("attach: a garbage frame is quarantined; prefixed goes on, bare reconnects with a gap", "[attach][e2e]") {
+  Attached a;
+  ModernBus bus(a.salt_dir(), {.form = {.framing = StreamFraming::kPrefixed}});
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  bus.Fire("attach/before", Value::Map({{"n", Value(1)}}));
+  // A length-prefixed message that is not a {head, body} map.
+  bus.FireRaw(std::string("\0\0\0\x03\x93\x01\x02", 7));
+  bus.Fire("attach/after", Value::Map({{"n", Value(2)}}));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag = 'attach/after'") == 1; }));
+  CHECK(Sql1(a.db(), "SELECT count(*) FROM quarantine") == "1");
+  CHECK(Gaps(a.db()) == "");
+  CHECK(bus.readers() == 1);
+  // Bare: 0x93 is neither a map nor a length; no boundary to resume at.
+  bus.Restart({.framing = StreamFraming::kPlain});
+  REQUIRE(bus.WaitForReaders(1));
+  REQUIRE(WaitGaps(a.db(), "master went away:1"));
+  bus.FireRaw(std::string("\x93\x01\x02\x03", 4));
+  REQUIRE(WaitUntil([&] { return Sql1(a.db(), "SELECT count(*) FROM quarantine") == "2"; }));
+  REQUIRE(WaitGaps(a.db(), "master went away:1, undecodable stream:1"));
+  REQUIRE(bus.WaitForReaders(1));
+  bus.Fire("attach/again", Value::Map({{"n", Value(3)}}));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag = 'attach/again'") == 1; }));
+  const std::string reasons = Sql1(a.db(), "SELECT group_concat(reason, ' | ') FROM quarantine");
+  INFO(reasons);
+  CHECK(reasons.find("modern bus (prefixed)") != std::string::npos);
+  CHECK(reasons.find("modern bus (plain)") != std::string::npos);
+}
+
+TEST_CASE("attach: a replaced socket file is a gap, and brine reads the new publisher", "[attach][e2e]") {
+  Attached a;
+  ModernBus bus(a.salt_dir(), {});
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  bus.Fire("attach/one", Value::Map({{"n", Value(1)}}));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag = 'attach/one'") == 1; }));
+  bus.ReplaceSocket();  // the old connection stays open: only the inode tells
+  REQUIRE(bus.WaitForReaders(1));
+  bus.Fire("attach/two", Value::Map({{"n", Value(2)}}));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag = 'attach/two'") == 1; }));
+  REQUIRE(WaitGaps(a.db(), "socket replaced:1"));
+}
+
+TEST_CASE("attach: a master that is not there yet is waited for, never a reason to exit", "[attach][e2e]") {
+  Attached a;
+  a.master.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  REQUIRE(a.master.child()->Running());
+  ModernBus bus(a.salt_dir(), {});
+  REQUIRE(bus.WaitForReaders(1));
+  bus.Fire("attach/late", Value::Map({{"n", Value(1)}}));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag = 'attach/late'") == 1; }));
+  REQUIRE(WaitGaps(a.db(), "master went away:1"));
+  const std::string log = brine::test::ReadFile(a.master.log_file());
+  INFO(log);
+  // Once per episode, not once per try.
+  CHECK(brine::test::master_helpers::CountOf(log, "is not there") == 1);
+}
+
+TEST_CASE("attach: while the store is locked the reader keeps reading into the overflow file, then falls behind",
+          "[attach][e2e]") {
+  Attached a("brine.max_queue_mb: 1\nbrine.overflow_mb: 4\nbrine.batch_max_events: 100\n");
+  ModernBus bus(a.salt_dir(), {.drop_after_bytes = 1024 * 1024});
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  bus.Fire("attach/first", Value::Map({{"n", Value(0)}}));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag = 'attach/first'") == 1; }));
+  // Another process holds the store's write lock.
+  std::optional<brine::test::Child> lock;
+  lock.emplace(std::vector<std::string>{"/bin/sh", "-c", "(echo 'BEGIN IMMEDIATE;'; echo 'SELECT 1;'; sleep 600) | sqlite3 " +
+                                                a.db().string()},
+                          a.master.dir() / "lock.out");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::string pad(2000, 'x');
+  // About 2 MB: more than the queue, less than queue + overflow file.
+  // Paced as a busy master fires (some 20 MB/s), not at memory speed.
+  for (int i = 0; i < 1000; ++i) {
+    bus.Fire("attach/locked/" + std::to_string(i), Value::Map({{"p", Value(pad)}}));
+    if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(bus.WaitFlushed());
+  CHECK(bus.dropped() == 0);
+  CHECK(bus.readers() == 1);
+  // Now past both: brine stops reading and the stand-in drops it.
+  for (int i = 0; i < 4000 && bus.dropped() == 0; ++i) {
+    bus.Fire("attach/over/" + std::to_string(i), Value::Map({{"p", Value(pad)}}));
+    if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  CHECK(bus.dropped() == 1);
+  lock.reset();  // kills and reaps its process group: sqlite3 lets go
+  const bool all = WaitUntil([&] { return Count(a.db(), "tag LIKE 'attach/locked/%'") == 1000; }, std::chrono::seconds(60));
+  INFO("stored: " << Count(a.db(), "tag LIKE 'attach/locked/%'") << "; log:\n"
+                  << brine::test::ReadFile(a.master.log_file()).substr(0, 6000));
+  REQUIRE(all);
+  REQUIRE(WaitGaps(a.db(), "brine fell behind:1"));
+  std::string want;
+  for (int i = 0; i < 1000; ++i) want += (i ? " " : "") + std::string("attach/locked/") + std::to_string(i);
+  CHECK(Tags(a.db(), "attach/locked/%") == want);
+}
