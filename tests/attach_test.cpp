@@ -19,6 +19,9 @@
 #include "support/master_helpers.h"
 #include "support/master_process.h"
 #include "support/modern_bus.h"
+#include "support/postgres_server.h"
+#include "support/temp_dir.h"
+#include "brine/store/store.h"
 #include "support/process.h"
 
 using brine::Value;
@@ -238,4 +241,43 @@ TEST_CASE("attach: while the store is locked the reader keeps reading into the o
   std::string want;
   for (int i = 0; i < 1000; ++i) want += (i ? " " : "") + std::string("attach/locked/") + std::to_string(i);
   CHECK(Tags(a.db(), "attach/locked/%") == want);
+}
+
+TEST_CASE("attach: the store keeps one open gap per master, ends it not before its start, on both backends",
+          "[attach][store]") {
+  using brine::store::GapReason;
+  brine::test::TempDir dir;
+  for (const std::string backend : {"sqlite", "postgresql"}) {
+    INFO(backend);
+    const std::string database = backend == "sqlite" ? (dir / "gaps.sqlite").string()
+                                                     : brine::test::PostgresServer::Shared().CreateDatabase();
+    const brine::Micros t0 = brine::FromUnixMicros(1764158400000000);  // 2025-11-26 12:00:00 UTC
+    const auto at = [&](int s) { return t0 + std::chrono::seconds(s); };
+    {
+      auto s = brine::store::OpenStore(database, {.master_id = "m1"});
+      s->OpenBusGap(GapReason::kMasterStopped, at(0), at(-5));
+      s->OpenBusGap(GapReason::kMasterWentAway, at(1), std::nullopt);  // one is open: the first reason stands
+      s->CloseBusGap(at(10));
+      s->CloseBusGap(at(11));  // none open: nothing
+      s->OpenBusGap(GapReason::kFellBehind, at(20), at(19));
+      s->CloseBusGap(at(15));  // never before its start
+      s->OpenBusGap(GapReason::kPermissionDenied, at(30), std::nullopt);
+    }
+    auto s = brine::store::OpenStore(database, {.master_id = "m2"});
+    s->OpenBusGap(GapReason::kSocketReplaced, at(40), std::nullopt);
+    const std::vector<brine::store::BusGap> gaps = s->GetBusGaps(at(12));
+    REQUIRE(gaps.size() == 3);
+    CHECK(gaps[0].reason == "brine fell behind");
+    CHECK(gaps[0].master_id == "m1");
+    CHECK(gaps[0].end == at(20));
+    CHECK(gaps[0].last_frame == at(19));
+    CHECK(gaps[1].reason == "permission denied");
+    CHECK_FALSE(gaps[1].end.has_value());
+    CHECK(gaps[2].reason == "socket replaced");
+    CHECK(gaps[2].master_id == "m2");
+    CHECK(s->GetBusGaps(at(0)).size() == 4);
+    const std::string sql = "SELECT count(*) FROM brine_bus_gaps WHERE reason = 'brine-master stopped'";
+    CHECK((backend == "sqlite" ? Sql1(database, sql)
+                               : brine::test::PostgresServer::Shared().Query(database, sql)) .starts_with("1"));
+  }
 }
