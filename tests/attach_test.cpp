@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "brine/wire/salt_stream.h"
+#include "support/ack_client.h"
 #include "support/master_helpers.h"
 #include "support/master_process.h"
 #include "support/modern_bus.h"
@@ -280,4 +281,65 @@ TEST_CASE("attach: the store keeps one open gap per master, ends it not before i
     CHECK((backend == "sqlite" ? Sql1(database, sql)
                                : brine::test::PostgresServer::Shared().Query(database, sql)) .starts_with("1"));
   }
+}
+
+TEST_CASE("attach: event.send writes the puller's framing and state.event reads the master's publisher",
+          "[attach][runner][e2e]") {
+  Attached a;
+  ModernBus bus(a.salt_dir(), {.form = {.framing = StreamFraming::kPrefixed}});
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  bus.Fire("attach/hello", Value::Map({{"n", Value(1)}}));
+  REQUIRE(WaitUntil([&] { return brine::test::ReadFile(a.master.sock_dir() / "brine_bus_framing") == "prefixed\n"; }));
+  const std::string brine_run = brine::test::Binary("brine-run").string();
+  const std::string conf = a.master.conf_dir().string();
+  // state.event watches the publisher itself, as salt-run state.event does.
+  brine::test::Child watch({brine_run, "-c", conf, "state.event", "attach/sent/*", "count=2"},
+                           a.master.dir() / "watch.out");
+  REQUIRE(bus.WaitForReaders(2));
+  // The framing brine-master saw on the publisher, by default.
+  const brine::test::RunResult sent = brine::test::Run({brine_run, "-c", conf, "event.send", "attach/sent/1", "{\"x\": 1}"});
+  INFO(sent.err);
+  REQUIRE(sent.exit_code == 0);
+  // brine.bus_framing overrides it (3008.2+: prefixed puller, bare publisher).
+  std::ofstream(a.master.conf_dir() / "master.d" / "framing.conf") << "brine.bus_framing: plain\n";
+  const brine::test::RunResult plain = brine::test::Run({brine_run, "-c", conf, "event.send", "attach/sent/2", "{\"x\": 2}"});
+  INFO(plain.err);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(WaitUntil([&] { return bus.pulled().size() == 2; }));
+  CHECK(bus.pulled_framings() == std::vector<StreamFraming>{StreamFraming::kPrefixed, StreamFraming::kPlain});
+  // Republished by the stand-in: archived by brine-master, seen by state.event.
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag LIKE 'attach/sent/%'") == 2; }));
+  const auto code = watch.Wait(std::chrono::seconds(30));
+  REQUIRE(code.has_value());
+  const std::string out = brine::test::ReadFile(a.master.dir() / "watch.out");
+  INFO(out);
+  CHECK(out.find("attach/sent/1\t{\"x\": 1, \"_stamp\": \"") != std::string::npos);
+  CHECK(out.find("attach/sent/2\t{\"x\": 2, \"_stamp\": \"") != std::string::npos);
+  // No master: exit 1 and one line naming the puller.
+  bus.Shutdown();
+  const brine::test::RunResult none = brine::test::Run({brine_run, "-c", conf, "event.send", "attach/sent/3"});
+  CHECK(none.exit_code == 1);
+  CHECK(none.err.find("master_event_pull.ipc") != std::string::npos);
+}
+
+TEST_CASE("attach: the plug-in's event_return frames are acknowledged and counted, not stored twice",
+          "[attach][e2e]") {
+  Attached a;
+  ModernBus bus(a.salt_dir(), {});
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  const Value data = Value::Map({{"n", Value(7)}, {"_stamp", "2026-11-26T12:00:00.000001"}});
+  bus.Fire("attach/twice", data);
+  brine::test::AckClient plugin(a.master.sock_dir() / "brine_cache.ipc");
+  const brine::test::AckReply reply =
+      plugin.RequestReply(brine::test::AckHeader(1, brine::test::NowUs()), {brine::test::NewFrame("attach/twice", data)});
+  REQUIRE(reply.status == 0);
+  REQUIRE(WaitUntil([&] { return brine::test::Counter(a.db(), "event_return_seen") == 1; }));
+  REQUIRE(WaitUntil([&] { return Count(a.db(), "tag = 'attach/twice'") >= 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a second copy would be committed by now
+  CHECK(Count(a.db(), "tag = 'attach/twice'") == 1);
+  CHECK(brine::test::CountersBalance(a.db()));
+  const std::string log = brine::test::ReadFile(a.master.log_file());
+  CHECK(brine::test::master_helpers::CountOf(log, "drop `event_return: brine`") == 1);
 }

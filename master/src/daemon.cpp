@@ -289,6 +289,9 @@ ArchiverOptions ArchiverOptionsFor(const config::MasterConfig& cfg) {
           .runner_returns = cfg.runner_returns,
           .plugin_is_job_cache = cfg.PluginIsJobCache(),
           .master_id = cfg.id,
+          .attached = cfg.brine.bus == config::MasterConfig::BusMode::kAttach,
+          .skip_peer_events = cfg.brine.bus == config::MasterConfig::BusMode::kAttach &&
+                              store::Describe(cfg.brine.database).kind == store::StoreLocation::Kind::kServer,
           .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)};
 }
 

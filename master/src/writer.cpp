@@ -185,7 +185,8 @@ void Writer::PutCounters(const Counters& pending) {
                                                        {"bus_since_us", a->since_us.load()},
                                                        {"bus_reconnects", a->reconnects.load()},
                                                        {"bus_framing", a->framing.load()},
-                                                       {"bus_gaps", a->gaps.load()}});
+                                                       {"bus_gaps", a->gaps.load()},
+                                                       {"event_return_seen", t.event_return_seen}});
   }
   // Only what changed since the last commit: a commit of one acknowledged
   // request would otherwise rewrite every counter row.
