@@ -343,3 +343,34 @@ TEST_CASE("attach: the plug-in's event_return frames are acknowledged and counte
   const std::string log = brine::test::ReadFile(a.master.log_file());
   CHECK(brine::test::master_helpers::CountOf(log, "drop `event_return: brine`") == 1);
 }
+
+TEST_CASE("attach: brine.health says attached or detached from the store lock and the status row, never probing Salt's socket",
+          "[attach][runner][e2e]") {
+  Attached a;
+  auto bus = std::make_unique<ModernBus>(a.salt_dir(), ModernBus::Options{});
+  a.master.Start();
+  REQUIRE(bus->WaitForReaders(1));
+  const std::string brine_run = brine::test::Binary("brine-run").string();
+  const std::string conf = a.master.conf_dir().string();
+  const auto health = [&] { return brine::test::Run({brine_run, "-c", conf, "brine.health"}); };
+  // The counters reach the store with the next heartbeat (5 s when idle).
+  brine::test::RunResult up;
+  REQUIRE(WaitUntil([&] { up = health(); return up.exit_code == 0 && up.out.find("attached to") != std::string::npos; }));
+  INFO(up.out << up.err);
+  CHECK(up.out.find("warning") == std::string::npos);
+  bus->Shutdown();
+  // Only one connection ever reached the stand-in: health's probes did not.
+  brine::test::RunResult down;
+  REQUIRE(WaitUntil([&] { down = health(); return down.exit_code == 1; }));
+  INFO(down.out << down.err);
+  CHECK(down.out.find("detached from the Salt master's event bus") != std::string::npos);
+  CHECK(down.out.find("(master went away)") != std::string::npos);
+  const brine::test::RunResult stats = brine::test::Run({brine_run, "-c", conf, "brine.stats", "--out", "json"});
+  INFO(stats.out);
+  CHECK(stats.out.find("\"state\": \"detached\"") != std::string::npos);
+  CHECK(stats.out.find("\"gaps_last_hour\": 1") != std::string::npos);
+  REQUIRE(a.master.Stop() == 0);
+  const brine::test::RunResult stopped = health();
+  CHECK(stopped.exit_code == 1);
+  CHECK(stopped.out.find("brine-master is not running: no live process holds") != std::string::npos);
+}

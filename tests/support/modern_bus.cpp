@@ -106,9 +106,11 @@ void ModernBus::FlushLocked() {
 
 void ModernBus::Restart(const wire::StreamForm& form) {
   std::lock_guard lock(mu_);
+  ::close(pub_listen_);
+  std::error_code ec;
+  std::filesystem::remove(pub_path(), ec);
   for (Conn& c : readers_) ::close(c.fd);
   readers_.clear();
-  ::close(pub_listen_);
   options_.form = form;
   BindPub();
   Wake();
@@ -128,15 +130,17 @@ void ModernBus::Shutdown() {
   Wake();
   if (thread_.joinable()) thread_.join();
   std::lock_guard lock(mu_);
+  // The listeners first, as a stopping master: a reader reconnecting at its
+  // EOF finds nothing.
+  std::error_code ec;
+  std::filesystem::remove(pub_path(), ec);
+  std::filesystem::remove(pull_path(), ec);
+  ::close(pub_listen_);
+  ::close(pull_listen_);
   for (auto* list : {&readers_, &old_readers_, &pullers_}) {
     for (Conn& c : *list) ::close(c.fd);
     list->clear();
   }
-  ::close(pub_listen_);
-  ::close(pull_listen_);
-  std::error_code ec;
-  std::filesystem::remove(pub_path(), ec);
-  std::filesystem::remove(pull_path(), ec);
 }
 
 std::size_t ModernBus::readers() {
