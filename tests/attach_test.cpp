@@ -22,6 +22,7 @@
 #include "support/modern_bus.h"
 #include "support/postgres_server.h"
 #include "support/temp_dir.h"
+#include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "support/process.h"
 
@@ -373,4 +374,41 @@ TEST_CASE("attach: brine.health says attached or detached from the store lock an
   const brine::test::RunResult stopped = health();
   CHECK(stopped.exit_code == 1);
   CHECK(stopped.out.find("brine-master is not running: no live process holds") != std::string::npos);
+}
+
+TEST_CASE("attach: brine-sim feeds 10,000 events/s through a modern bus of either framing with nothing lost",
+          "[attach][sim][e2e]") {
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("AddressSanitizer build: too slow for a rate case; the Release build runs it");
+#else
+  for (const std::string framing : {"plain", "prefixed"}) {
+    INFO(framing);
+    Attached a;
+    a.master.Start();
+    const std::string sim = brine::test::Binary("brine-sim").string();
+    // brine-sim plays the Salt master's publisher at <sock_dir>/master_event_pub.ipc
+    // (brine.bus: attach in the config); it waits for brine-master to connect.
+    const brine::test::RunResult r =
+        brine::test::Run({sim, "-c", a.master.conf_dir().string(), "--bus-framing", framing, "--minions", "200",
+                          "--jobs", "150", "--return-size", "200,600,4000", "--rate", "10000", "--clock", "now", "--seed", "7", "--summary-json"},
+                         std::chrono::seconds(120));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    const Value summary = brine::ParseJson(r.out);
+    const std::int64_t sent = summary.Find("events")->as_int();
+    REQUIRE(sent > 10000);
+    brine::test::Patience patience{.progress = [&] { return brine::test::Counter(a.db(), "received"); },
+                                   .stall = std::chrono::seconds(30),
+                                   .limit = std::chrono::seconds(120)};
+    const bool all = WaitUntil([&] { return brine::test::Counter(a.db(), "received") == sent; }, patience);
+    INFO("received " << brine::test::Counter(a.db(), "received") << " of " << sent);
+    REQUIRE(all);
+    CHECK(brine::test::Counter(a.db(), "quarantined") == 0);
+    CHECK(brine::test::CountersBalance(a.db()));
+    // brine-master started first (a gap until the sim's bus came), and the
+    // sim's stream ended with EOF: the master going away.
+    REQUIRE(WaitGaps(a.db(), "master went away:1, master went away:0"));
+    CHECK(brine::test::ReadFile(a.master.sock_dir() / "brine_bus_framing") == framing + "\n");
+  }
+#endif
 }
