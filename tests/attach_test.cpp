@@ -412,3 +412,57 @@ TEST_CASE("attach: brine-sim feeds 10,000 events/s through a modern bus of eithe
   }
 #endif
 }
+
+TEST_CASE("attach: the stream decoder takes both framings byte by byte, str or bin, and says where it cannot go on",
+          "[attach][wire]") {
+  using brine::wire::EncodeStreamFrame;
+  using brine::wire::StreamDecoder;
+  using Kind = StreamDecoder::Item::Kind;
+  const std::string body = "salt/job/20261126120000123456/ret/web1\n\n\x81\xa2id\xa4web1";
+  std::string stream;
+  stream += EncodeStreamFrame(body, {.framing = StreamFraming::kPlain});
+  stream += EncodeStreamFrame(body, {.framing = StreamFraming::kPrefixed, .keys = StreamString::kBin});
+  stream += EncodeStreamFrame(body, {.framing = StreamFraming::kPlain, .body = StreamString::kStr,
+                                     .order = StreamKeyOrder::kBodyFirst});
+  stream += std::string("\0\0\0\x02\x91\x01", 6);  // prefixed, not a {head, body} map: skipped
+  stream += EncodeStreamFrame(std::string(300, 'b'), {.framing = StreamFraming::kPrefixed});  // str16/bin16 sizes
+  StreamDecoder d(1 << 20);
+  std::vector<StreamDecoder::Item> items;
+  for (const char c : stream) {
+    d.Append(std::string_view(&c, 1));
+    while (auto item = d.Next()) items.push_back(std::move(*item));
+  }
+  REQUIRE(items.size() == 5);
+  for (int i : {0, 1, 2}) {
+    CHECK(items[i].kind == Kind::kBody);
+    CHECK(items[i].bytes == body);
+  }
+  CHECK(items[0].framing == StreamFraming::kPlain);
+  CHECK(items[1].framing == StreamFraming::kPrefixed);
+  CHECK(items[3].kind == Kind::kUndecodable);
+  CHECK(items[3].bytes == std::string("\x91\x01", 2));
+  CHECK(items[4].bytes == std::string(300, 'b'));
+  CHECK(d.buffered() == 0);
+  // The spec's example frame: 105 bytes bare, 00 00 00 69 before them prefixed.
+  const std::string example_body = "salt/job/20261126120000123456/ret/web1\n\n" +
+                                   std::string("\x83\xa2id\xa4web1\xa6return\xc3\xa6_stamp\xba") +
+                                   "2026-11-26T12:00:00.123456";
+  REQUIRE(example_body.size() == 91);
+  CHECK(EncodeStreamFrame(example_body).size() == 105);
+  CHECK(EncodeStreamFrame(example_body, {.framing = StreamFraming::kPrefixed}).substr(0, 4) ==
+        std::string("\0\0\0\x69", 4));
+  // A length past max_frame_bytes, and a byte that starts neither form: broken.
+  StreamDecoder small(100);
+  small.Append(std::string("\0\0\x10\0", 4));
+  auto broken = small.Next();
+  REQUIRE(broken);
+  CHECK(broken->kind == Kind::kBroken);
+  CHECK(broken->reason == "bus message length 4096 over max_frame_bytes 100");
+  CHECK_FALSE(small.Next());
+  small.Reset();
+  small.Append("\x93\x01");
+  broken = small.Next();
+  REQUIRE(broken);
+  CHECK(broken->kind == Kind::kBroken);
+  CHECK(broken->reason.find("starts neither a bare msgpack map nor a length prefix") != std::string::npos);
+}
