@@ -5,6 +5,8 @@
 // their reasons; garbage in each framing; the reader that keeps reading
 // while the store is locked; event_return frames not stored twice.
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -465,4 +467,31 @@ TEST_CASE("attach: the stream decoder takes both framings byte by byte, str or b
   REQUIRE(broken);
   CHECK(broken->kind == Kind::kBroken);
   CHECK(broken->reason.find("starts neither a bare msgpack map nor a length prefix") != std::string::npos);
+}
+
+TEST_CASE("attach: a bus the user may not read is retried, logged with the user, the path and what to change",
+          "[attach][e2e]") {
+  if (::geteuid() != 0) {
+    WARN("not root: a socket root owns cannot be made unreadable to this user here");
+    return;
+  }
+  Attached a("user: nobody\n");
+  ::chmod(a.master.dir().c_str(), 0755);  // mkdtemp made it 0700 root
+  // The master's socket is 0600 root, as a Salt master's is to any other user.
+  ModernBus bus(a.salt_dir(), {});
+  ::chmod(a.salt_dir().c_str(), 0755);
+  a.master.Start();
+  REQUIRE(WaitGaps(a.db(), "permission denied:0"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));  // a few retries
+  REQUIRE(a.master.child()->Running());
+  CHECK(bus.readers() == 0);
+  const std::string log = brine::test::ReadFile(a.master.log_file());
+  INFO(log);
+  CHECK(brine::test::master_helpers::CountOf(log, "permission denied; run brine-master as the master's user") == 1);
+  CHECK(log.find("as user nobody") != std::string::npos);
+  CHECK(log.find((a.salt_dir() / "master_event_pub.ipc").string()) != std::string::npos);
+  // Widened (as publisher_acl does), the next retry attaches and ends the gap.
+  ::chmod(bus.pub_path().c_str(), 0666);
+  REQUIRE(bus.WaitForReaders(1));
+  REQUIRE(WaitGaps(a.db(), "permission denied:1"));
 }
