@@ -368,6 +368,10 @@ TEST_CASE("attach: brine.health says attached or detached from the store lock an
   INFO(down.out << down.err);
   CHECK(down.out.find("detached from the Salt master's event bus") != std::string::npos);
   CHECK(down.out.find("(master went away)") != std::string::npos);
+  // The metrics count the gap, and say detached.
+  const auto prom = a.master.dir() / "cache" / "brine-master.prom";
+  REQUIRE(WaitUntil([&] { return brine::test::ReadFile(prom).find("\nbrine_bus_gaps_total 1\n") != std::string::npos; }));
+  CHECK(brine::test::ReadFile(prom).find("\nbrine_bus_attached 0\n") != std::string::npos);
   const brine::test::RunResult stats = brine::test::Run({brine_run, "-c", conf, "brine.stats", "--out", "json"});
   INFO(stats.out);
   CHECK(stats.out.find("\"state\": \"detached\"") != std::string::npos);

@@ -476,7 +476,8 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
                                      .spool_dir = d.writer_options.spool_dir,
                                      .master_id = cfg.id,
                                      .queue_capacity_bytes = cfg.brine.max_queue_mb << 20,
-                                     .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s)},
+                                     .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s),
+                                     .attach = d.attached ? &d.attach_status : nullptr},
                      d.status, *d.queue, log, d.clock);
   // READY in every mode: the store is open and brine's own sockets are
   // bound (docs/master.md). Attached, the master's bus may come later: the
