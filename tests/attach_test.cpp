@@ -499,3 +499,33 @@ TEST_CASE("attach: a bus the user may not read is retried, logged with the user,
   REQUIRE(bus.WaitForReaders(1));
   REQUIRE(WaitGaps(a.db(), "permission denied:1"));
 }
+
+TEST_CASE("attach: with the plug-in as job cache a trimmed bus return is archived only, and the whole return is one row",
+          "[attach][e2e]") {
+  namespace mh = brine::test::master_helpers;
+  Attached a("master_job_cache: brine\n");
+  ModernBus bus(a.salt_dir(), {});
+  a.master.Start();
+  REQUIRE(bus.WaitForReaders(1));
+  const brine::Micros t = mh::Now();
+  const std::string jid = mh::JidAt(t);
+  const std::string stamp = mh::StampAt(t);
+  const Value whole = mh::ReturnLoad(jid, "web1", "cmd.run", Value(std::string(2000, 'o')), stamp);
+  const Value trimmed = mh::ReturnLoad(jid, "web1", "cmd.run", Value("VALUE_TRIMMED"), stamp);
+  // Salt's store_job fires the (trimmed) bus copy first, then writes the job cache.
+  bus.Fire("salt/job/" + jid + "/ret/web1", trimmed);
+  REQUIRE(WaitUntil([&] { return brine::test::Counter(a.db(), "trimmed") == 1; }));
+  brine::test::AckClient plugin(a.master.sock_dir() / "brine_cache.ipc");
+  const brine::test::AckReply reply = plugin.RequestReply(brine::test::AckHeader(1, brine::test::NowUs()),
+                                                          {brine::test::NewFrame("brine/cache/return", whole)});
+  REQUIRE(reply.status == 0);
+  // A late bus copy (a replay) changes nothing either.
+  bus.Fire("salt/job/" + jid + "/ret/web1", trimmed);
+  REQUIRE(WaitUntil([&] { return brine::test::Counter(a.db(), "trimmed") == 2; }));
+  CHECK(Sql1(a.db(), "SELECT count(*) FROM salt_returns WHERE jid = '" + jid + "'") == "1");
+  const std::string ret = Sql1(a.db(), "SELECT full_ret FROM salt_returns WHERE jid = '" + jid + "'");
+  CHECK(ret.find("VALUE_TRIMMED") == std::string::npos);
+  CHECK(ret.find(std::string(2000, 'o')) != std::string::npos);
+  // Both bus copies are in the archive, as Salt sent them.
+  CHECK(Count(a.db(), "tag = 'salt/job/" + jid + "/ret/web1'") == 2);
+}
