@@ -529,3 +529,18 @@ TEST_CASE("attach: with the plug-in as job cache a trimmed bus return is archive
   // Both bus copies are in the archive, as Salt sent them.
   CHECK(Count(a.db(), "tag = 'salt/job/" + jid + "/ret/web1'") == 2);
 }
+
+TEST_CASE("attach: brine.bus none binds no bus and archives what the plug-in sends", "[attach][e2e]") {
+  MasterProcess m("brine.bus: none\n");
+  m.Start();
+  CHECK_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pull.ipc"));
+  CHECK_FALSE(std::filesystem::exists(m.sock_dir() / "master_event_pub.ipc"));
+  CHECK(brine::test::ReadFile(m.log_file()).find("no bus (brine.bus: none)") != std::string::npos);
+  brine::test::AckClient plugin(m.sock_dir() / "brine_cache.ipc");
+  const brine::test::AckReply reply = plugin.RequestReply(
+      brine::test::AckHeader(1, brine::test::NowUs()), {brine::test::NewFrame("none/event", Value::Map({{"n", Value(1)}}))});
+  REQUIRE(reply.status == 0);
+  CHECK(Count(m.database(), "tag = 'none/event'") == 1);
+  REQUIRE(m.Stop() == 0);
+  CHECK(Gaps(m.database()) == "");
+}
