@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <pwd.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -66,10 +67,36 @@ int Connect(const config::SaltBus& bus) {
 AttachedBus::AttachedBus(AttachOptions options, GapMailbox& gaps, AttachStatus& status, Logger& log,
                          const Clock& clock)
     : options_(std::move(options)), gaps_(gaps), status_(status), log_(log), clock_(clock),
-      decoder_(options_.max_frame_bytes), read_buffer_(kReadBytes, '\0') {}
+      decoder_(options_.max_frame_bytes), read_buffer_(kReadBytes, '\0') {
+  if (!options_.bus.pub_path.empty()) watch_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+}
 
 AttachedBus::~AttachedBus() {
   if (fd_ >= 0) ::close(fd_);
+  if (watch_fd_ >= 0) ::close(watch_fd_);
+}
+
+void AttachedBus::Watch() {
+  if (watch_fd_ < 0 || watching_) return;
+  // The folder may not exist before Salt's first start: retried each attempt.
+  watching_ = ::inotify_add_watch(watch_fd_, options_.bus.pub_path.parent_path().c_str(),
+                                  IN_CREATE | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF) >= 0;
+}
+
+void AttachedBus::OnWake() {
+  alignas(inotify_event) char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(watch_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    for (ssize_t off = 0; off < n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(buf + off);
+      // The folder itself went (or the watch did): set it again later.
+      if (e->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED)) watching_ = false;
+      off += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+    }
+  }
+  next_attempt_ = std::chrono::steady_clock::now();
+  Maintain();
 }
 
 std::optional<ino_t> AttachedBus::SocketInode() const {
@@ -107,6 +134,7 @@ void AttachedBus::Maintain() {
 void AttachedBus::TryConnect() {
   const auto now = std::chrono::steady_clock::now();
   next_attempt_ = now + kRetryInterval;
+  Watch();
   const std::optional<ino_t> inode = SocketInode();
   const int fd = Connect(options_.bus);
   if (fd < 0) {

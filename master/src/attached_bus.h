@@ -3,7 +3,8 @@
 // (brine/wire/salt_stream.h has its grammar, ../shared/spec/salt-modern-bus.md
 // its facts). Owned and driven by the reader thread (reader.h):
 //   - Maintain() connects when it is time: at once, then every
-//     kRetryInterval while the master is away, restarting or not installed;
+//     kRetryInterval while the master is away, restarting or not installed,
+//     and OnWake() at once when inotify sees a file appear in the folder;
 //     brine-master never exits for it. Each episode is logged once; EACCES
 //     once a minute, naming the user, the path and what to change.
 //   - Read() reads what the socket holds while the queue has room and queues
@@ -62,6 +63,13 @@ class AttachedBus {
   void Maintain();
   // The connected socket to poll, or -1.
   [[nodiscard]] int fd() const { return fd_; }
+  // While detached in ipc mode: an inotify descriptor on the socket's folder
+  // that becomes readable when a file appears there (a master binding its
+  // socket), so the reader connects at once rather than at the next retry;
+  // -1 when there is none (tcp mode, a folder not there yet: retries only).
+  [[nodiscard]] int wake_fd() const { return fd_ < 0 ? watch_fd_ : -1; }
+  // wake_fd() was readable: drains it and connects now.
+  void OnWake();
   // Reads and queues at most `max_frames` frames while the queue has room.
   // Returns the frames queued. Throws only std::bad_alloc.
   std::size_t Read(FrameQueue& queue, const Archiver& archiver, std::size_t max_frames);
@@ -76,6 +84,7 @@ class AttachedBus {
   void OpenGap(store::GapReason reason);
   void RecordFraming(wire::StreamFraming framing);
   [[nodiscard]] std::optional<ino_t> SocketInode() const;
+  void Watch();  // adds the folder's inotify watch, when it can
 
   const AttachOptions options_;
   GapMailbox& gaps_;
@@ -85,6 +94,8 @@ class AttachedBus {
   wire::StreamDecoder decoder_;
   std::string read_buffer_;
   int fd_ = -1;
+  int watch_fd_ = -1;  // inotify; -1: none
+  bool watching_ = false;  // the folder's watch is in place
   std::optional<ino_t> inode_;
   bool ever_attached_ = false;
   bool gap_open_ = false;           // as posted to the mailbox

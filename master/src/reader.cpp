@@ -104,6 +104,9 @@ std::size_t Reader::Turn(std::chrono::milliseconds timeout, Bus bus_mode) {
   if (queue_.overflow_bytes() > 0) timeout = std::min(timeout, std::chrono::milliseconds(5));
   if (bus && options_.source == Source::kBound) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
   if (bus && options_.source == Source::kAttached) items_.push_back({nullptr, attached_->fd(), ZMQ_POLLIN, 0});
+  // Detached: a file appearing in the master's socket folder wakes the reader.
+  const bool wake = !bus && options_.source == Source::kAttached && attached_->wake_fd() >= 0;
+  if (wake) items_.push_back({nullptr, attached_->wake_fd(), ZMQ_POLLIN, 0});
   // Reconnecting: look again at the next retry.
   if (options_.source == Source::kAttached && !bus) timeout = std::min(timeout, AttachedBus::kRetryInterval);
   const std::size_t first_cache = items_.size();
@@ -115,6 +118,7 @@ std::size_t Reader::Turn(std::chrono::milliseconds timeout, Bus bus_mode) {
     return 0;
   }
   if (items_[0].revents & ZMQ_POLLIN) cache_.SendReplies();
+  if (wake && (items_[1].revents & ZMQ_POLLIN)) attached_->OnWake();
   cache_.Serve(items_.data() + first_cache, items_.size() - first_cache);
   last_drain_full_ = false;
   if (bus && (items_[1].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
