@@ -361,8 +361,9 @@ TEST_CASE("attach: brine.health says attached or detached from the store lock an
   REQUIRE(WaitUntil([&] { up = health(); return up.exit_code == 0 && up.out.find("attached to") != std::string::npos; }));
   INFO(up.out << up.err);
   CHECK(up.out.find("warning") == std::string::npos);
+  // Only brine-master's connection ever reached the stand-in: health's checks did not.
+  CHECK(bus->accepted() == 1);
   bus->Shutdown();
-  // Only one connection ever reached the stand-in: health's probes did not.
   brine::test::RunResult down;
   REQUIRE(WaitUntil([&] { down = health(); return down.exit_code == 1; }));
   INFO(down.out << down.err);

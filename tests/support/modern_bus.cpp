@@ -205,6 +205,7 @@ void ModernBus::Serve() {
         const int fd = ::accept4(pub_listen_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0) break;
         readers_.push_back(Conn{.fd = fd});
+        ++accepted_;
       }
     }
     if (fds[2].revents & POLLIN) {

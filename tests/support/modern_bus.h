@@ -59,6 +59,8 @@ class ModernBus {
 
   [[nodiscard]] std::size_t readers();
   [[nodiscard]] std::size_t dropped() const { return dropped_; }
+  // Readers accepted on the publisher since the start.
+  [[nodiscard]] std::size_t accepted() const { return accepted_; }
   // Bodies received on the puller, in order, and the framing each came in.
   [[nodiscard]] std::vector<std::string> pulled();
   [[nodiscard]] std::vector<wire::StreamFraming> pulled_framings();
@@ -95,6 +97,7 @@ class ModernBus {
   int wake_[2] = {-1, -1};
   std::atomic<bool> stop_{false};
   std::atomic<std::size_t> dropped_{0};
+  std::atomic<std::size_t> accepted_{0};
   std::thread thread_;
 };
 
