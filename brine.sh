@@ -238,6 +238,7 @@ demo() {
 id: demo_master
 cachedir: $demo_dir/cache
 keep_jobs_seconds: 0
+brine.bus: bind
 brine.sock_dir: $demo_dir/sock
 brine.log_file: $demo_dir/log/brine-master
 brine.log_level: info
@@ -300,12 +301,14 @@ CONF
   cat <<NEXT
 
 ==> next, for real
-  On a host that runs a Salt master (2016+ owns /var/run/salt/master itself), give brine its own
-  bus folder and start it on the master's config:
-      echo 'brine.sock_dir: /var/run/salt/brine' > /etc/salt/master.d/brine.conf
+  (This demo set brine.bus: bind, playing a 2014 master's bus for brine-sim.) On a host that runs
+  a Salt master (2016.3 or later), brine-master attaches to the master's own event bus, with
+  nothing to change in the master and no restart; run it as the master's user (salt) or root:
       ./build/bin/brine-master -c /etc/salt
-  Then: ./build/bin/brine-run -c /etc/salt jobs.list_jobs
-  How it works: docs/master.md; the store and forensic queries: docs/schema.md.
+  Then: ./build/bin/brine-run -c /etc/salt jobs.list_jobs   (and brine.health: attached?)
+  Optional, for Salt's own salt-run jobs.* and whole, untrimmed returns: the job-cache plug-in
+  (master_job_cache: brine, brine.sock_dir: /var/run/salt/brine; docs/salt.md says which to choose).
+  How it works: docs/master.md ("Attach"); the store and forensic queries: docs/schema.md.
 NEXT
 }
 

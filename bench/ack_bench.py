@@ -149,7 +149,7 @@ class Master:
         self.cachedir = os.path.join(self.dir, "cache")
         self.sock = os.path.join(self.dir, "sock")
         with open(os.path.join(self.conf, "master"), "w") as f:
-            f.write("id: bench\ncachedir: {}\nbrine.sock_dir: {}\nbrine.log_file: {}\nkeep_jobs_seconds: 0\n"
+            f.write("id: bench\ncachedir: {}\nbrine.bus: bind\nbrine.sock_dir: {}\nbrine.log_file: {}\nkeep_jobs_seconds: 0\n"
                     "master_job_cache: brine\n".format(self.cachedir, self.sock, os.path.join(self.dir, "log")))
         self.proc = subprocess.Popen([os.path.join(bin_dir, "brine-master"), "-c", self.conf])
         path = os.path.join(self.sock, "brine_cache.ipc")

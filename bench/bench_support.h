@@ -110,12 +110,14 @@ inline std::int64_t Counter(const std::filesystem::path& db, const char* name) {
 // Writes dir/conf/master with the keys every bench master has (id, cachedir,
 // brine.sock_dir, brine.log_file under `dir`, no retention, an hour between
 // maintenance loops) plus `extra` lines, and starts `exe -c dir/conf`.
-// Returns its pid once its pull socket exists (its store is open and migrated
-// by then); exits the bench when the master exits first.
+// Returns its pid once its sockets exist (its store is open and migrated
+// by then); exits the bench when the master exits first. `extra` may set
+// brine.bus (bind otherwise).
 inline pid_t StartBenchMaster(const std::filesystem::path& exe, const std::filesystem::path& dir,
                               const std::string& id, const std::string& extra = "") {
   std::filesystem::create_directories(dir / "conf");
   std::ofstream(dir / "conf" / "master") << "id: " << id << "\ncachedir: " << (dir / "cache").string()
+                                         << (extra.find("brine.bus:") == std::string::npos ? "\nbrine.bus: bind" : "")
                                          << "\nbrine.sock_dir: " << (dir / "sock").string()
                                          << "\nbrine.log_file: " << (dir / "brine-master.log").string()
                                          << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n"
@@ -126,7 +128,8 @@ inline pid_t StartBenchMaster(const std::filesystem::path& exe, const std::files
     execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
     _exit(127);
   }
-  while (!std::filesystem::exists(dir / "sock" / "master_event_pull.ipc")) {
+  // Its own acknowledged socket is bound with the bus, in every brine.bus mode.
+  while (!std::filesystem::exists(dir / "sock" / "brine_cache.ipc")) {
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
       std::fprintf(stderr, "bench: brine-master exited (see %s)\n", (dir / "brine-master.log").c_str());

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   fs::remove_all(dir);
   fs::create_directories(dir / "conf");
   std::ofstream(dir / "conf" / "master") << "id: bench_master\ncachedir: " << (dir / "cache").string()
-                                         << "\nbrine.sock_dir: " << (dir / "sock").string()
+                                         << "\nbrine.bus: bind\nbrine.sock_dir: " << (dir / "sock").string()
                                          << "\nbrine.log_file: " << (dir / "brine-master.log").string()
                                          << "\nbrine.max_frame_bytes: 268435456"
                                          << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n";

@@ -52,7 +52,11 @@
 // salt_returns, in turn): what ad-hoc SQL on a live store adds to the commit
 // lag (issue 27's target: < 100 ms at p99 at 10,000 events/s).
 //
-// usage: ingest_bench [--events N | --jobs N] [--window N] [--minions N]
+// attached (--modern-bus 1): the same stream through a modern Salt master's
+// bus to a brine-master with brine.bus: attach (IngestAttached), beside the
+// bound run (issue 29's target: at least 0.9 x).
+//
+// usage: ingest_bench [--events N | --jobs N] [--window N] [--minions N] [--modern-bus 0|1]
 //                     [--prefilled DIR] [--queries 0|1] [--latency SECONDS] [--latency-rate N]
 //                     [--latency-sql 0|1]
 //                     [--bin DIR] [--keep DIR]
@@ -60,12 +64,16 @@
 #include <SQLiteCpp/Statement.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -86,6 +94,7 @@
 #include "brine/core/json.h"
 #include "brine/store/store.h"
 #include "brine/wire/codec.h"
+#include "brine/wire/salt_stream.h"
 
 namespace {
 
@@ -106,6 +115,7 @@ constexpr int kEventsPerJob = 12;  // bare jid + new + 10 returns
 struct Args {
   long events = 1200000;
   long window = 0;  // 0: 1,000,000, or a fifth of --events when that is less
+  bool modern_bus = false;  // also the same stream through an attached master (IngestAttached)
   int minions = 1000;
   int returns_per_job = 10;
   fs::path prefilled;
@@ -179,13 +189,15 @@ struct IngestResult {
 
 // Sends the first `count` frames at full speed to a running master and waits
 // until its counters show them committed.
-IngestResult Ingest(const Master& master, const Stream& stream, std::size_t count, long window) {
+// `send(i)` sends frame i; nullptr: PUSH to the master's bound bus.
+IngestResult Ingest(const Master& master, const Stream& stream, std::size_t count, long window,
+                    const std::function<void(std::size_t)>& send = nullptr) {
   zmq::context_t ctx(1);
   zmq::socket_t push(ctx, zmq::socket_type::push);
   // Bounded, so the sender waits for the master instead of queueing gigabytes.
   push.set(zmq::sockopt::sndhwm, 100000);
   push.set(zmq::sockopt::linger, -1);
-  push.connect(master.pull());
+  if (!send) push.connect(master.pull());
   IngestResult r;
   std::atomic<bool> done{false};
   const auto start = SteadyClock::now();
@@ -216,12 +228,62 @@ IngestResult Ingest(const Master& master, const Stream& stream, std::size_t coun
     done = true;
   });
   for (std::size_t i = 0; i < count; ++i) {
+    if (send) {
+      send(i);
+      continue;
+    }
     const auto f = stream.frame(i);
     push.send(zmq::buffer(f.data(), f.size()), zmq::send_flags::none);
   }
+  if (send) send(count);  // count: flush what is buffered
   poller.join();
   r.sent = static_cast<std::int64_t>(count);
   r.rss_kib = PeakRssKib(master.pid);
+  return r;
+}
+
+// The same stream through a modern Salt master's bus (brine.bus: attach):
+// the bench binds <dir>/salt/master_event_pub.ipc as the master's
+// publisher, starts brine-master attached to it, and writes the frames at
+// full speed in `framing`, blocking when brine does not keep up (a real
+// master would drop it; the rate is what brine reads and commits).
+IngestResult IngestAttached(const Args& args, const fs::path& dir, const Stream& stream, long window,
+                            brine::wire::StreamFraming framing) {
+  const fs::path pub = dir / "salt" / "master_event_pub.ipc";
+  fs::create_directories(pub.parent_path());
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, pub.c_str(), sizeof addr.sun_path - 1);
+  if (listener < 0 || ::bind(listener, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listener, 4) != 0) {
+    std::fprintf(stderr, "ingest_bench: cannot bind %s\n", pub.c_str());
+    std::exit(1);
+  }
+  const Master m{brine::bench::StartBenchMaster(args.bin / "brine-master", dir, "bench_master",
+                                                "brine.bus: attach\nsock_dir: " + (dir / "salt").string() + "\n"),
+                 dir};
+  const int reader = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  std::string buffer;
+  const auto flush = [&] {
+    std::string_view left = buffer;
+    while (!left.empty()) {
+      const ssize_t w = ::send(reader, left.data(), left.size(), MSG_NOSIGNAL);
+      if (w <= 0) {
+        std::fprintf(stderr, "ingest_bench: the attached brine-master went away\n");
+        std::exit(1);
+      }
+      left.remove_prefix(static_cast<std::size_t>(w));
+    }
+    buffer.clear();
+  };
+  IngestResult r = Ingest(m, stream, stream.size(), window, [&](std::size_t i) {
+    if (i < stream.size()) buffer += brine::wire::EncodeStreamFrame(stream.frame(i), {.framing = framing});
+    if (buffer.size() >= 64 * 1024 || i >= stream.size()) flush();
+  });
+  ::close(reader);
+  ::close(listener);
+  StopMaster(m);
   return r;
 }
 
@@ -441,6 +503,7 @@ int main(int argc, char** argv) {
     else if (k == "--latency-sql") args.latency_sql = std::stoi(argv[i + 1]) != 0;
     else if (k == "--bin") args.bin = argv[i + 1];
     else if (k == "--keep") args.keep = argv[i + 1];
+    else if (k == "--modern-bus") args.modern_bus = std::stoi(argv[i + 1]) != 0;
     else {
       std::fprintf(stderr, "ingest_bench: unknown option %s\n", k.c_str());
       return 2;
@@ -477,6 +540,17 @@ int main(int argc, char** argv) {
                  static_cast<long long>(brine.stored), static_cast<long long>(brine.sent),
                  static_cast<long long>(brine.returns), static_cast<long long>(expected_returns));
     lost = true;
+  }
+  std::optional<IngestResult> attached;
+  if (args.modern_bus) {
+    std::fprintf(stderr, "attached brine-master (a modern bus, bare frames)...\n");
+    attached = IngestAttached(args, dir / "attached", stream, window, brine::wire::StreamFraming::kPlain);
+    if (args.keep.empty()) fs::remove_all(dir / "attached");
+    if (attached->stored != attached->sent) {
+      std::fprintf(stderr, "ingest_bench: LOST DATA attached: stored %lld of %lld events\n",
+                   static_cast<long long>(attached->stored), static_cast<long long>(attached->sent));
+      lost = true;
+    }
   }
   std::fprintf(stderr, "baseline...\n");
   const double base = RunBaseline(stream, dir / "baseline");
@@ -612,6 +686,14 @@ int main(int argc, char** argv) {
               static_cast<double>(brine.bytes) / static_cast<double>(stream.json_bytes), window);
   for (std::size_t k = 0; k < rates.size(); ++k) std::printf("%s%.0f", k ? "," : "", rates[k]);
   std::printf("]}\n");
+  if (attached) {
+    const double a_rate = n / attached->seconds;
+    std::printf("  %-44s %12.0f %10.2f\n", "brine-master attached (modern bus, bare)", a_rate, attached->seconds);
+    std::printf("  attached / bound: %.2f (target >= 0.9)\n", a_rate / brine_rate);
+    std::printf("{\"bench\":\"ingest_attached\",\"events\":%zu,\"events_per_s\":%.0f,\"over_bound\":%.3f,"
+                "\"master_peak_rss_mib\":%.1f}\n",
+                stream.size(), a_rate, a_rate / brine_rate, static_cast<double>(attached->rss_kib) / 1024.0);
+  }
   if (pre) {
     const double pre_rate = static_cast<double>(pre->sent) / pre->seconds;
     // The same events as the empty store's first window; the whole run's rate beside it.

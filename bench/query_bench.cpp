@@ -149,7 +149,7 @@ Built BuildOrReuse(const Args& args) {
   fs::remove_all(args.store);
   fs::create_directories(args.store / "conf");
   std::ofstream(args.store / "conf" / "master") << "id: bench_master\ncachedir: " << (args.store / "cache").string()
-                                                << "\nbrine.sock_dir: " << (args.store / "sock").string()
+                                                << "\nbrine.bus: bind\nbrine.sock_dir: " << (args.store / "sock").string()
                                                 << "\nbrine.log_file: " << (args.store / "brine-master.log").string()
                                                 << "\nkeep_jobs_seconds: 0\nloop_interval: 86400\n";
   const pid_t pid = fork();

@@ -93,7 +93,7 @@ std::filesystem::path ReaderConf(const std::filesystem::path& dir, const std::st
   std::filesystem::create_directories(dir / "conf");
   std::filesystem::create_directories(dir / "cache");
   std::ofstream(dir / "conf" / "master") << "id: " << id << "\ncachedir: " << (dir / "cache").string()
-                                         << "\nbrine.database: '" << db << "'\nbrine.sock_dir: "
+                                         << "\nbrine.database: '" << db << "'\nbrine.bus: bind\nbrine.sock_dir: "
                                          << (dir / "sock").string() << "\nbrine.metrics_file: "
                                          << (dir / "no-metrics.prom").string() << "\n";
   return dir / "conf";

@@ -669,7 +669,7 @@ TEST_CASE("sim: --progress shows events, rate and virtual time on stderr, ending
 
 TEST_CASE("sim: a --clock older than the master's keep_jobs_seconds is warned about", "[sim]") {
   brine::test::TempDir dir;
-  std::ofstream(dir / "master") << "sock_dir: " << (dir / "sock").string() << "\nkeep_jobs_seconds: 3600\n";
+  std::ofstream(dir / "master") << "sock_dir: " << (dir / "sock").string() << "\nbrine.bus: bind\nkeep_jobs_seconds: 3600\n";
   const CliResult old = RunCli({"-c", dir.path().string(), "--clock", "2024-01-01", "--jobs", "1"});
   CHECK(old.err.starts_with("brine-sim: warning: --clock starts at 2024-01-01T00:00:00, older than the "
                             "master's keep_jobs_seconds (3600 s): its retention deletes these jobs"));

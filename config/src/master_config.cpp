@@ -42,8 +42,8 @@ constexpr std::array<std::pair<std::string_view, int>, 8> kSaltPorts = {{{"publi
                                                                          {"tcp_master_publish_pull", 4514},
                                                                          {"tcp_master_workers", 4515}}};
 
-constexpr std::array<std::string_view, 37> kBrineKeys = {
-    "database",         "read_database",     "sock_dir",          "tcp_pull_port",
+constexpr std::array<std::string_view, 39> kBrineKeys = {
+    "bus", "bus_framing", "database",         "read_database",     "sock_dir",          "tcp_pull_port",
     "tcp_pub_port",     "log_file",          "log_level",
     "batch_max_events", "flush_interval_ms", "sync",
     "max_frame_bytes",  "max_queue_mb",      "keep_events_seconds",
@@ -647,6 +647,19 @@ MasterConfig Apply(const Layer& merged, const fs::path& config_dir, const fs::pa
   Found pub = t.Brine("tcp_pub_port");
   b.tcp_pull_port = Typer::Port(pull).value_or(Typer::Port(salt_pull).value_or(4513));
   b.tcp_pub_port = Typer::Port(pub).value_or(Typer::Port(salt_pub).value_or(4512));
+  c.tcp_master_pull_port = Typer::Port(salt_pull).value_or(4513);
+  c.tcp_master_pub_port = Typer::Port(salt_pub).value_or(4512);
+  constexpr std::array<std::string_view, 3> kBusModes = {"attach", "bind", "none"};
+  if (std::optional<std::string> bus = Typer::Choice(t.Brine("bus"), kBusModes, "'attach', 'bind' or 'none'")) {
+    b.bus = *bus == "bind"   ? MasterConfig::BusMode::kBind
+            : *bus == "none" ? MasterConfig::BusMode::kNone
+                             : MasterConfig::BusMode::kAttach;
+  }
+  constexpr std::array<std::string_view, 2> kBusFramings = {"plain", "prefixed"};
+  if (std::optional<std::string> framing =
+          Typer::Choice(t.Brine("bus_framing"), kBusFramings, "'plain' or 'prefixed'")) {
+    b.bus_framing = *framing == "prefixed" ? MasterConfig::BusFraming::kPrefixed : MasterConfig::BusFraming::kPlain;
+  }
   if (b.tcp_pub_port == b.tcp_pull_port) {
     const Found& culprit = pub.value != nullptr ? pub : pull.value != nullptr ? pull : salt_pub;
     Typer::Fail(culprit, "a port other than the pull port " + std::to_string(b.tcp_pull_port));

@@ -96,6 +96,7 @@ Counters& Counters::operator+=(const Counters& o) {
   trimmed += o.trimmed;
   returns += o.returns;
   cache_writes += o.cache_writes;
+  event_return_seen += o.event_return_seen;
   future_arrivals += o.future_arrivals;
   jobs += o.jobs;
   failures += o.failures;
@@ -322,6 +323,23 @@ void Archiver::File(store::Store& store, const Frame& frame, PreparedFrame& p, C
     }
     ++counts.received;
     ++counts.cache_writes;
+    return;
+  }
+  if (options_.attached && frame.source != Frame::Source::kBus) {
+    ++counts.received;
+    ++counts.filtered;
+    ++counts.event_return_seen;
+    if (!event_return_logged_) {
+      event_return_logged_ = true;
+      log_.Log(LogLevel::kWarning,
+               "the Salt plug-in's event_return frames are acknowledged but not archived: attached, brine-master "
+               "reads every event from the master's bus already; drop `event_return: brine` from the master's config");
+    }
+    return;
+  }
+  if (options_.skip_peer_events && p.data.is_map() && p.data.Find("__peer_id") != nullptr) {
+    ++counts.received;
+    ++counts.filtered;
     return;
   }
   ++counts.received;

@@ -78,6 +78,14 @@ struct ArchiverOptions {
   // master_job_cache: brine (see above).
   bool plugin_is_job_cache = false;
   std::string master_id;               // the pseudo-minion runner results are filed under
+  // brine.bus: attach. The bus already brings every event, so the plug-in's
+  // event_return frames (acknowledged socket, spool) are acknowledged and
+  // counted (event_return_seen, and filtered) but not archived again.
+  bool attached = false;
+  // Attached to one master of a 3007+ cluster with a shared (server) store:
+  // an event carrying `__peer_id` came from a peer, whose own brine-master
+  // archives it; counted as filtered here, so it is stored once.
+  bool skip_peer_events = false;
   std::size_t max_frame_bytes = std::size_t{64} << 20;
 };
 
@@ -91,6 +99,7 @@ struct Counters {
   std::int64_t trimmed = 0;      // events carrying Salt's VALUE_TRIMMED marker
   std::int64_t returns = 0;      // returns newly stored in the job cache
   std::int64_t cache_writes = 0; // brine/cache/* frames applied to the job cache
+  std::int64_t event_return_seen = 0;  // attached: plug-in event_return frames not archived again (in filtered)
   // Arrival times more than brine.max_clock_skew_s ahead of the clock, stored
   // as the clock's time (store::OpenOptions::max_clock_skew)
   std::int64_t future_arrivals = 0;
@@ -168,6 +177,7 @@ class Archiver {
   std::unordered_set<std::string> counted_jobs_;
   std::deque<std::string> counted_order_;  // counted_jobs_ oldest first
   std::int64_t quarantined_since_log_ = 0;
+  bool event_return_logged_ = false;
   std::chrono::steady_clock::time_point last_quarantine_log_{};
 };
 

@@ -25,6 +25,8 @@
 #include "brine/config/master_config.h"
 #include "ack.h"
 #include "archiver.h"
+#include "attached_bus.h"
+#include "bus_gaps.h"
 #include "bus.h"
 #include "cache_socket.h"
 #include "frame_queue.h"
@@ -230,6 +232,11 @@ constexpr std::chrono::seconds kStopCommittingOverflowFor{10};
 struct Daemon {
   config::MasterConfig cfg;
   config::BusEndpoints endpoints;
+  // The socket files brine-master made and removes at its stop: all three
+  // when it is the bus (bind), only the acknowledged socket's otherwise.
+  std::vector<std::filesystem::path> own_paths;
+  GapMailbox gaps;
+  AttachStatus attach_status;
   std::optional<Logger> log;
   std::optional<StoreLock> store_lock;  // one writer per SQLite file
   SystemClock clock;
@@ -243,6 +250,7 @@ struct Daemon {
   zmq::socket_t pull;
   zmq::socket_t pub;
   std::optional<CacheSocket> cache;
+  std::optional<AttachedBus> attached;  // brine.bus: attach
   std::optional<Reader> reader;
   std::atomic<bool> writer_done{false};
   std::thread writer_thread;
@@ -281,6 +289,9 @@ ArchiverOptions ArchiverOptionsFor(const config::MasterConfig& cfg) {
           .runner_returns = cfg.runner_returns,
           .plugin_is_job_cache = cfg.PluginIsJobCache(),
           .master_id = cfg.id,
+          .attached = cfg.brine.bus == config::MasterConfig::BusMode::kAttach,
+          .skip_peer_events = cfg.brine.bus == config::MasterConfig::BusMode::kAttach &&
+                              store::Describe(cfg.brine.database).kind == store::StoreLocation::Kind::kServer,
           .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)};
 }
 
@@ -376,7 +387,13 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
 
   d.endpoints = config::EndpointsFor(cfg);
   const config::BusEndpoints& endpoints = d.endpoints;
-  for (const auto& path : endpoints.ipc_paths) ClaimIpcPath(path);
+  using BusMode = config::MasterConfig::BusMode;
+  const BusMode bus_mode = cfg.brine.bus;
+  for (const auto& path : endpoints.ipc_paths) {
+    // Attached, Salt's sockets may share the folder: only brine's own is touched.
+    if (bus_mode == BusMode::kBind || path.filename() == "brine_cache.ipc") d.own_paths.push_back(path);
+  }
+  for (const auto& path : d.own_paths) ClaimIpcPath(path);
   // One writer per SQLite file; a server database takes several masters.
   if (store::Describe(cfg.brine.database).lock_file) d.store_lock.emplace(cfg.brine.database, cfg.id);
 
@@ -385,6 +402,10 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
   // The reader prepares each bus frame before it queues it (Drain).
   d.queue.emplace(static_cast<std::size_t>(cfg.brine.max_queue_mb) << 20, std::move(overflow));
   d.writer_options = WriterOptionsFor(cfg, d.status);
+  if (bus_mode == BusMode::kAttach) {
+    d.writer_options.gaps = &d.gaps;
+    d.writer_options.attach_status = &d.attach_status;
+  }
   d.acks.emplace();
   Writer& writer = d.writer.emplace(d.writer_options, *d.archiver, log, *d.queue, d.clock, *d.acks);
   try {
@@ -412,8 +433,12 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
   d.pub.set(zmq::sockopt::linger, 0);
   try {
     const mode_t old = ::umask(0177);  // socket files 0600 from the start
-    d.pull.bind(endpoints.pull);
-    d.pub.bind(endpoints.pub);
+    // Attached or without a bus the ZeroMQ sockets stay unbound: the
+    // plug-in's event_return frames republished on PUB then reach no one.
+    if (bus_mode == BusMode::kBind) {
+      d.pull.bind(endpoints.pull);
+      d.pub.bind(endpoints.pub);
+    }
     // A tcp port another process holds is retried, not fatal (cache_socket.h).
     d.cache.emplace(CacheSocketOptionsFor(cfg, endpoints.cache, max_connections, cache_key), *d.queue, *d.acks, d.pub,
                     d.clock, log, [&writer] { return writer.Failing(); });
@@ -427,8 +452,19 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
         << e.what() << "\n";
     return kExitUsage;
   }
-  d.reader.emplace(ReaderOptions{.max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)}, d.pull,
-                   d.pub, *d.cache, *d.acks, *d.queue, *d.archiver, d.clock);
+  const config::SaltBus salt_bus = config::SaltBusFor(cfg);
+  if (bus_mode == BusMode::kAttach) {
+    d.attached.emplace(AttachOptions{.bus = salt_bus,
+                                     .framing_file = config::BusFramingFile(cfg),
+                                     .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)},
+                       d.gaps, d.attach_status, log, d.clock);
+  }
+  d.reader.emplace(ReaderOptions{.max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes),
+                                 .source = bus_mode == BusMode::kBind     ? ReaderOptions::Source::kBound
+                                           : bus_mode == BusMode::kAttach ? ReaderOptions::Source::kAttached
+                                                                          : ReaderOptions::Source::kNone},
+                   d.pull, d.pub, *d.cache, *d.acks, *d.queue, *d.archiver, d.clock,
+                   d.attached ? &*d.attached : nullptr);
 
   InstallSignalHandlers();
   d.writer_thread = std::thread([&d] {
@@ -440,14 +476,20 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
                                      .spool_dir = d.writer_options.spool_dir,
                                      .master_id = cfg.id,
                                      .queue_capacity_bytes = cfg.brine.max_queue_mb << 20,
-                                     .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s)},
+                                     .lag_warning = std::chrono::seconds(cfg.brine.lag_warning_s),
+                                     .attach = d.attached ? &d.attach_status : nullptr},
                      d.status, *d.queue, log, d.clock);
-  // The store is open, the bus bound and the metrics file written: Salt may
-  // start (Before=salt-master.service).
-  (void)NotifyServiceManager("READY=1\nSTATUS=archiving " + endpoints.pull);
-  log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: pull " + endpoints.pull + ", pub " +
-                               endpoints.pub + ", acknowledged job-cache writes " + endpoints.cache + ", store " +
-                               store::RedactDatabase(cfg.brine.database));
+  // READY in every mode: the store is open and brine's own sockets are
+  // bound (docs/master.md). Attached, the master's bus may come later: the
+  // reader waits for it and Salt may start in any order.
+  const std::string bus_text = bus_mode == BusMode::kBind
+                                   ? "pull " + endpoints.pull + ", pub " + endpoints.pub
+                                   : bus_mode == BusMode::kAttach ? "attached to the Salt master's bus " + salt_bus.PubName()
+                                                                  : "no bus (brine.bus: none)";
+  (void)NotifyServiceManager("READY=1\nSTATUS=archiving " +
+                             (bus_mode == BusMode::kBind ? endpoints.pull : bus_text));
+  log.Log(LogLevel::kInfo, "brine-master " BRINE_VERSION " started: " + bus_text + ", acknowledged job-cache writes " +
+                               endpoints.cache + ", store " + store::RedactDatabase(cfg.brine.database));
   log.Log(LogLevel::kInfo, cfg.PluginIsJobCache()
                                ? "master_job_cache is brine: the job cache is filled by the Salt plug-in only; "
                                  "bus returns are archived as events"
@@ -497,8 +539,11 @@ class Stop {
  private:
   void Read() {
     ReadUntilQuiet(std::chrono::milliseconds(200), started_ + kStopReadingFor - std::chrono::seconds(2));
+    // Attached: the master's bus has no senders to hold back; what is fired
+    // from here on is the gap "brine-master stopped".
+    if (d_.attached) d_.attached->Stop();
     try {
-      d_.pull.unbind(d_.endpoints.pull);
+      if (d_.cfg.brine.bus == config::MasterConfig::BusMode::kBind) d_.pull.unbind(d_.endpoints.pull);
       d_.cache->Unbind();
     } catch (const zmq::error_t& e) {
       d_.log->Log(LogLevel::kWarning, std::string("unbinding the pull socket: ") + e.what());
@@ -546,7 +591,7 @@ class Stop {
     d_.pull.close();
     d_.pub.close();
     d_.cache.reset();
-    for (const auto& path : d_.endpoints.ipc_paths) {
+    for (const auto& path : d_.own_paths) {
       std::error_code ec;
       std::filesystem::remove(path, ec);
     }

@@ -30,4 +30,14 @@ struct LiveStatus {
   std::atomic<std::int64_t> heartbeat_ns{0};
 };
 
+// What brine.health / brine.stats show of the attached bus (written by the
+// reader thread, read by the writer, which files them as counters).
+struct AttachStatus {
+  std::atomic<std::int64_t> attached{0};        // 1 while connected
+  std::atomic<std::int64_t> since_us{0};        // when it last attached or detached
+  std::atomic<std::int64_t> reconnects{0};      // attaches after the first
+  std::atomic<std::int64_t> framing{0};         // 0 none seen, 1 plain, 2 prefixed
+  std::atomic<std::int64_t> gaps{0};            // gaps opened since start
+};
+
 }  // namespace brine::master

@@ -84,8 +84,16 @@ std::size_t Reader::Turn(std::chrono::milliseconds timeout, Bus bus_mode) {
   items_.push_back({nullptr, acks_.fd(), ZMQ_POLLIN, 0});
   // With the bus lane full the pull socket is left alone (its frames wait in
   // ZeroMQ) and the loop looks again soon.
-  const bool bus = bus_mode == Bus::kRead && queue_.HasRoom();
-  polled_bus_ = bus;
+  using Source = ReaderOptions::Source;
+  const bool room = queue_.HasRoom();
+  if (options_.source == Source::kAttached) {
+    attached_->Maintain();
+    if (bus_mode == Bus::kRead && !room) attached_->NoteFull();
+  }
+  const bool bus = bus_mode == Bus::kRead && room && options_.source != Source::kNone &&
+                   (options_.source == Source::kBound || attached_->fd() >= 0);
+  // Not held back by a full queue (a bus that is down or absent is quiet).
+  polled_bus_ = bus_mode == Bus::kRead && room;
   // Frames waiting on disk come back into memory prepared while the writer
   // works, but the bus comes first: a refill only when the reader is not
   // reading it (the queue is full) or has read it empty. Senders give up on
@@ -94,7 +102,13 @@ std::size_t Reader::Turn(std::chrono::milliseconds timeout, Bus bus_mode) {
   // disk, the loop looks again soon.
   if (!bus || !last_drain_full_) (void)Refill();
   if (queue_.overflow_bytes() > 0) timeout = std::min(timeout, std::chrono::milliseconds(5));
-  if (bus) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
+  if (bus && options_.source == Source::kBound) items_.push_back({pull_.handle(), 0, ZMQ_POLLIN, 0});
+  if (bus && options_.source == Source::kAttached) items_.push_back({nullptr, attached_->fd(), ZMQ_POLLIN, 0});
+  // Detached: a file appearing in the master's socket folder wakes the reader.
+  const bool wake = !bus && options_.source == Source::kAttached && attached_->wake_fd() >= 0;
+  if (wake) items_.push_back({nullptr, attached_->wake_fd(), ZMQ_POLLIN, 0});
+  // Reconnecting: look again at the next retry.
+  if (options_.source == Source::kAttached && !bus) timeout = std::min(timeout, AttachedBus::kRetryInterval);
   const std::size_t first_cache = items_.size();
   cache_.AppendPollItems(items_);
   try {
@@ -104,10 +118,13 @@ std::size_t Reader::Turn(std::chrono::milliseconds timeout, Bus bus_mode) {
     return 0;
   }
   if (items_[0].revents & ZMQ_POLLIN) cache_.SendReplies();
+  if (wake && (items_[1].revents & ZMQ_POLLIN)) attached_->OnWake();
   cache_.Serve(items_.data() + first_cache, items_.size() - first_cache);
   last_drain_full_ = false;
-  if (bus && (items_[1].revents & ZMQ_POLLIN)) {
-    const std::size_t n = Drain(pull_, pub_, queue_, archiver_, clock_, options_.max_frame_bytes);
+  if (bus && (items_[1].revents & (ZMQ_POLLIN | ZMQ_POLLERR))) {
+    const std::size_t n = options_.source == Source::kAttached
+                              ? attached_->Read(queue_, archiver_, kDrainChunk)
+                              : Drain(pull_, pub_, queue_, archiver_, clock_, options_.max_frame_bytes);
     last_drain_full_ = n >= kDrainChunk;
     return n;
   }

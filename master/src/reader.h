@@ -15,6 +15,7 @@
 
 #include "brine/core/time.h"
 #include "ack.h"
+#include "attached_bus.h"
 #include "archiver.h"
 #include "cache_socket.h"
 #include "frame.h"
@@ -31,16 +32,21 @@ inline constexpr std::size_t kDrainChunk = 128;
 struct ReaderOptions {
   // The most of one multi-part message kept (brine.max_frame_bytes).
   std::size_t max_frame_bytes = std::size_t{64} << 20;
+  // brine.bus: kBound reads the ZeroMQ PULL socket; kAttached a Salt
+  // master's own bus (attached_bus.h); kNone no bus at all.
+  enum class Source { kBound, kAttached, kNone };
+  Source source = Source::kBound;
 };
 
 // The reader thread's sockets and one turn of its poll loop.
 class Reader {
  public:
   // All references must outlive the Reader.
+  // `attached` is read when options.source is kAttached.
   Reader(ReaderOptions options, zmq::socket_t& pull, zmq::socket_t& pub, CacheSocket& cache, AckMailbox& acks,
-         FrameQueue& queue, const Archiver& archiver, const Clock& clock)
+         FrameQueue& queue, const Archiver& archiver, const Clock& clock, AttachedBus* attached = nullptr)
       : options_(options), pull_(pull), pub_(pub), cache_(cache), acks_(acks), queue_(queue), archiver_(archiver),
-        clock_(clock) {}
+        clock_(clock), attached_(attached) {}
 
   // Waits up to `timeout` for work, then serves it: acknowledged requests,
   // their replies, and bus frames while the queue has room (unless kLeave).
@@ -66,6 +72,7 @@ class Reader {
   FrameQueue& queue_;
   const Archiver& archiver_;
   const Clock& clock_;
+  AttachedBus* attached_;  // outlives the Reader; nullptr unless attached
   std::vector<zmq::pollitem_t> items_;  // kept between turns: no allocation per turn
   std::vector<Frame> refill_;           // likewise
   bool polled_bus_ = false;

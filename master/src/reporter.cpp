@@ -115,6 +115,17 @@ std::string FormatMetrics(const MetricsSnapshot& m) {
          m.stored_per_s);
   Metric(out, "brine_returns_stored_per_second", "gauge", "Returns stored per second over the last minute.",
          m.returns_per_s);
+  if (m.bus) {
+    Metric(out, "brine_bus_attached", "gauge", "1 while attached to the Salt master's event bus, else 0.",
+           m.bus->attached ? 1 : 0);
+    Metric(out, "brine_bus_state_since_seconds", "gauge",
+           "When brine-master last attached to or detached from the Salt master's bus, in Unix seconds.",
+           m.bus->since_s);
+    Metric(out, "brine_bus_reconnects_total", "counter", "Attaches to the Salt master's bus after the first, since start.",
+           d(m.bus->reconnects));
+    Metric(out, "brine_bus_gaps_total", "counter",
+           "Gaps in the archive of the Salt master's bus (brine_bus_gaps) opened since start.", d(m.bus->gaps));
+  }
   return out;
 }
 
@@ -181,6 +192,12 @@ MetricsSnapshot Reporter::Take() {
   const std::int64_t now_us = ToUnixMicros(clock_.Now());
   m.now_s = Seconds(now_us);
   m.start_time_s = start_time_s_;
+  if (const AttachStatus* a = options_.attach) {
+    m.bus = MetricsSnapshot::Bus{.attached = a->attached.load() != 0,
+                                 .since_s = Seconds(a->since_us.load()),
+                                 .reconnects = a->reconnects.load(),
+                                 .gaps = a->gaps.load()};
+  }
   m.received = status_.received.load();
   m.stored = status_.stored.load();
   m.filtered = status_.filtered.load();

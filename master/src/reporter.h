@@ -24,6 +24,7 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -43,6 +44,9 @@ struct ReporterOptions {
   std::chrono::seconds lag_warning{10};
   std::chrono::seconds throughput_every{60};
   std::chrono::milliseconds tick{1000};
+  // brine.bus: attach: the attached bus's state (live_status.h); outlives the
+  // Reporter. nullptr: not attached, no brine_bus_* metrics.
+  const AttachStatus* attach = nullptr;
 };
 
 // One report's figures.
@@ -63,6 +67,13 @@ struct MetricsSnapshot {
   std::int64_t spool_files = 0, spool_bytes = 0;
   double spool_oldest_age_s = 0;
   double received_per_s = 0, stored_per_s = 0, returns_per_s = 0;  // over the last minute
+  // Attached (brine.bus: attach) only.
+  struct Bus {
+    bool attached = false;
+    double since_s = 0;  // when it last attached or detached
+    std::int64_t reconnects = 0, gaps = 0;
+  };
+  std::optional<Bus> bus;
 };
 
 // The snapshot as Prometheus text: a HELP and a TYPE line before each

@@ -180,6 +180,14 @@ void Writer::PutCounters(const Counters& pending) {
       {"future_arrivals_total", base_totals_.future_arrivals + t.future_arrivals},
       {"batches_total", base_batches_ + batches_},
   };
+  if (const AttachStatus* a = options_.attach_status) {
+    counters_pending_.insert(counters_pending_.end(), {{"bus_attached", a->attached.load()},
+                                                       {"bus_since_us", a->since_us.load()},
+                                                       {"bus_reconnects", a->reconnects.load()},
+                                                       {"bus_framing", a->framing.load()},
+                                                       {"bus_gaps", a->gaps.load()},
+                                                       {"event_return_seen", t.event_return_seen}});
+  }
   // Only what changed since the last commit: a commit of one acknowledged
   // request would otherwise rewrite every counter row.
   std::vector<std::pair<std::string, std::int64_t>> changed;
@@ -194,6 +202,26 @@ void Writer::PutCounters(const Counters& pending) {
 void Writer::CountersCommitted() {
   counters_in_store_ = counters_pending_;
   status_written_ = SteadyClock::now();
+}
+
+void Writer::FileGaps() {
+  if (options_.gaps == nullptr || !store_ || failing_ || batch_handle_) return;
+  std::vector<GapOp> ops = options_.gaps->Take();
+  if (ops.empty()) return;
+  std::size_t done = 0;
+  try {
+    for (const GapOp& op : ops) {
+      if (op.kind == GapOp::Kind::kOpen) {
+        store_->OpenBusGap(op.reason, op.at, op.last_frame);
+      } else {
+        store_->CloseBusGap(op.at);
+      }
+      ++done;
+    }
+  } catch (const std::exception& e) {
+    log_.Log(LogLevel::kDebug, std::string("a bus gap was not filed yet: ") + e.what());
+    options_.gaps->PutBack(std::vector<GapOp>(ops.begin() + static_cast<std::ptrdiff_t>(done), ops.end()));
+  }
 }
 
 void Writer::IdleHeartbeat() {
@@ -314,6 +342,7 @@ void Writer::ReplayUntilCommitted(const std::string& why) {
   int attempts = 0;
   while (true) {
     PublishStatus(options_.status, totals_, batches_, last_commit_us_, batch_.size());
+    if (batch_.empty()) FileGaps();
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, options_.backoff_max);
     ++attempts;
@@ -624,6 +653,7 @@ void Writer::Run() {
   std::vector<AckRequest> acked;
   while (true) {
     PublishStatus(options_.status, totals_, batches_, last_commit_us_, batch_.size());
+    if (batch_.empty()) FileGaps();
     const auto now = SteadyClock::now();
     if (phase_ == Phase::kIdle && now >= next_maintenance_) phase_ = Phase::kSpool;
     SteadyClock::time_point deadline;
@@ -658,6 +688,7 @@ void Writer::Run() {
       } else if (queue_.ClosedAndEmpty()) {
         // A reader of the store sees the stop (brine.stats' running).
         stopped_us_ = ToUnixMicros(clock_.Now());
+        FileGaps();
         try {
           if (store_ && !failing_) {
             PutCounters({});

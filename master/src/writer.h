@@ -48,6 +48,7 @@
 #include "brine/store/store.h"
 #include "ack.h"
 #include "archiver.h"
+#include "bus_gaps.h"
 #include "frame_queue.h"
 #include "live_status.h"
 #include "logger.h"
@@ -85,6 +86,10 @@ struct WriterOptions {
   // Where the writer shows its progress to the reporter (reporter.h); must
   // outlive the Writer. nullptr: nowhere.
   LiveStatus* status = nullptr;
+  // brine.bus: attach (attached_bus.h): the gaps to file, and the bus's
+  // status filed with the counters. nullptr otherwise; both outlive the Writer.
+  GapMailbox* gaps = nullptr;
+  const AttachStatus* attach_status = nullptr;
 };
 
 class Writer {
@@ -119,6 +124,10 @@ class Writer {
   // Commits the status counters alone when the writer has been idle for
   // kHeartbeatInterval, so a reader of the store sees it alive.
   void IdleHeartbeat();
+  // Files the gaps the reader posted (WriterOptions::gaps), each in a
+  // transaction of its own, between batches; on a failure they wait for the
+  // next try.
+  void FileGaps();
   void MaintenanceStep();
   // Files one batch of the spool pass in progress (taking the files first).
   // True when the pass is done.

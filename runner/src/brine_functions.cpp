@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "brine/config/bus_endpoints.h"
 #include "brine/core/jid.h"
 #include "functions.h"
 #include "export.h"
@@ -69,6 +70,43 @@ bool AliveByStore(Context& ctx, const Value& counters) {
   return ToUnixMicros(ctx.clock().Now()) - heartbeat <= kHeartbeatFreshUs;
 }
 
+// An attached master's bus as its counters (written with every commit and
+// heartbeat) and brine_bus_gaps show it.
+struct AttachedState {
+  bool attached = false;
+  std::int64_t since_us = 0;
+  std::int64_t reconnects = 0;
+  std::string framing = "no frame seen yet";
+  std::int64_t gaps_last_hour = 0;
+  std::string last_gap_reason;  // of the last hour's newest gap
+  std::string gap_reason;       // of the open gap
+};
+
+AttachedState ReadAttachedState(Context& ctx, const Value& counters, const std::string& master) {
+  AttachedState a;
+  a.attached = Counter(counters, "bus_attached") != 0;
+  a.since_us = Counter(counters, "bus_since_us");
+  a.reconnects = Counter(counters, "bus_reconnects");
+  const std::int64_t framing = Counter(counters, "bus_framing");
+  if (framing == 1) a.framing = "plain";
+  if (framing == 2) a.framing = "prefixed";
+  const Micros hour_ago = ctx.clock().Now() - std::chrono::hours(1);
+  for (const store::BusGap& g : ctx.Store().GetBusGaps(hour_ago)) {
+    if (g.master_id != master) continue;
+    ++a.gaps_last_hour;
+    a.last_gap_reason = g.reason;
+    if (!g.end) a.gap_reason = g.reason;
+  }
+  return a;
+}
+
+AttachedState ReadAttachedState(Context& ctx) {
+  for (store::MasterStatus& s : ctx.Store().GetMasterStatus()) {
+    if (s.master_id == ctx.config().id) return ReadAttachedState(ctx, s.counters, s.master_id);
+  }
+  return {};
+}
+
 Value Stats(Context& ctx) {
   const bool raw = ctx.outputter_option() == "json";
   const BusProbe bus = ProbeBus(ctx.config());
@@ -102,6 +140,7 @@ Value Stats(Context& ctx) {
     // Any other count the master keeps (e.g. the acknowledged lane's), since start.
     for (const auto& [name, value] : counters.as_map()) {
       const bool special = name.ends_with("_us") || name.ends_with("_total") || name == "queue_depth" ||
+                           name.starts_with("bus_") ||
                            since.Find(name) != nullptr;
       if (!special) since.Set(name, value);
     }
@@ -109,6 +148,19 @@ Value Stats(Context& ctx) {
       const std::int64_t us = get(std::string(t) + "_us");
       m.Set(t, SaltTime(us));
       if (raw) m.Set(std::string(t) + "_us", static_cast<long long>(us));
+    }
+    // An attached master's bus (docs/master.md, "Attach").
+    if (counters.Find("bus_attached") != nullptr) {
+      const AttachedState a = ReadAttachedState(ctx, counters, master);
+      Value b = Value::EmptyMap();
+      b.Set("state", a.attached ? "attached" : "detached");
+      b.Set("since", SaltTime(a.since_us));
+      b.Set("reconnects", static_cast<long long>(a.reconnects));
+      b.Set("framing", a.framing);
+      b.Set("gaps_last_hour", static_cast<long long>(a.gaps_last_hour));
+      b.Set("gaps_since_start", static_cast<long long>(Counter(counters, "bus_gaps")));
+      if (a.gaps_last_hour > 0) b.Set("warning", "a bus gap in the last hour (" + a.last_gap_reason + ")");
+      m.Set("bus", std::move(b));
     }
     m.Set("since_start", std::move(since));
     m.Set("since_created", std::move(totals));
@@ -213,11 +265,11 @@ Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent
   const BusProbe bus = ProbeBus(cfg);
   ctx.Debug("bus " + bus.where + (bus.listening ? ": a process listens" : ": nothing listens"));
   if (!bus.listening) {
-    // A server's store from another host: the store says.
+    // A server's store from another host (or an attached master on one): the store says.
     if (store::Describe(cfg.brine.database).kind == store::StoreLocation::Kind::kServer) {
       return HealthFromStore(ctx, stall_factor, fail);
     }
-    return fail("brine-master is not running: nothing listens on " + bus.where);
+    return fail("brine-master is not running: " + bus.absent);
   }
   double age = 0;
   const auto m = ReadMetricsFile(cfg.brine.metrics_file);
@@ -252,6 +304,22 @@ Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent
                 std::to_string(static_cast<long long>(Metric(*m, "brine_queue_frames"))) + " frames, " +
                 Fixed(queue / 1048576.0, 1) + " MiB");
   }
+  // Attached: detached is a failure; a gap in the last hour a warning (exit 0).
+  std::string bus_note;
+  if (cfg.brine.bus == config::MasterConfig::BusMode::kAttach) {
+    const AttachedState a = ReadAttachedState(ctx);
+    if (!a.attached) {
+      return fail("brine-master runs but is detached from the Salt master's event bus " +
+                  config::SaltBusFor(cfg).PubName() + " since " + SaltTime(a.since_us) +
+                  (a.gap_reason.empty() ? std::string() : " (" + a.gap_reason + ")"));
+    }
+    bus_note = "; attached to " + config::SaltBusFor(cfg).PubName() + " since " + SaltTime(a.since_us) + " (" +
+               a.framing + ")";
+    if (a.gaps_last_hour > 0) {
+      bus_note += "; warning: " + std::to_string(a.gaps_last_hour) + " bus gap(s) in the last hour (" +
+                  a.last_gap_reason + "), see brine_bus_gaps";
+    }
+  }
   // Writable: a read-only or full filesystem, or a file the master cannot
   // write. A server database has no file here; the master's commits (the lag
   // above) are its health.
@@ -272,7 +340,8 @@ Value Health(Context& ctx, std::int64_t stall_factor, std::int64_t queue_percent
   }
   return Value("brine-master is running and keeps up: " + Fixed(Metric(*m, "brine_events_received_per_second"), 1) +
                " frames/s over the last minute, " + std::to_string(pending) + " pending, last commit " +
-               SaltTime(static_cast<std::int64_t>(Metric(*m, "brine_last_commit_timestamp_seconds") * 1e6)));
+               SaltTime(static_cast<std::int64_t>(Metric(*m, "brine_last_commit_timestamp_seconds") * 1e6)) +
+               bus_note);
 }
 
 // An online copy of the store and the copy's integrity_check.

@@ -53,14 +53,24 @@ Value StateEvent(Context& ctx, const Args& a) {
                 Value::Map({{"fun", "runner.state.event"}, {"jid", jid}, {"user", CurrentUser()},
                             {"fun_args", Value(fun_args)}, {"_stamp", FormatStamp(ctx.clock().Now())}}));
 
-  ZmqSocket sub(ZmqSocket::Type::kSub);
-  sub.Set(ZMQ_SUBSCRIBE, std::string_view(""));
-  sub.Set(ZMQ_LINGER, 0);
-  // ZeroMQ reconnects by itself when the master restarts.
-  sub.Set(ZMQ_RECONNECT_IVL, 100);
-  sub.Connect(endpoints.pub);
-  // Wake up now and then to notice SIGINT/SIGTERM.
-  sub.Set(ZMQ_RCVTIMEO, 200);
+  // Attached (brine.bus: attach or none), the master's own publisher is read
+  // directly; bound, brine-master's PUB. Either wakes up now and then to
+  // notice SIGINT/SIGTERM.
+  std::optional<ZmqSocket> sub;
+  std::optional<SaltBusSubscriber> salt;
+  if (ctx.config().brine.bus == config::MasterConfig::BusMode::kBind) {
+    sub.emplace(ZmqSocket::Type::kSub);
+    sub->Set(ZMQ_SUBSCRIBE, std::string_view(""));
+    sub->Set(ZMQ_LINGER, 0);
+    // ZeroMQ reconnects by itself when the master restarts.
+    sub->Set(ZMQ_RECONNECT_IVL, 100);
+    sub->Connect(endpoints.pub);
+    sub->Set(ZMQ_RCVTIMEO, 200);
+  } else {
+    config::SaltBus bus = config::SaltBusFor(ctx.config());
+    if (sock_dir && bus.pub_port == 0) bus.pub_path = std::filesystem::path(*sock_dir) / "master_event_pub.ipc";
+    salt.emplace(std::move(bus), static_cast<std::size_t>(ctx.config().brine.max_frame_bytes));
+  }
   struct sigaction sa {};
   sa.sa_handler = OnWatchSignal;
   sigemptyset(&sa.sa_mask);
@@ -70,7 +80,7 @@ Value StateEvent(Context& ctx, const Args& a) {
                                  : JsonStyle::Python(-1);
   std::ostream& out = ctx.out();
   while (count != 0 && !g_stop_watching) {
-    const std::optional<std::string> msg = sub.Receive();
+    const std::optional<std::string> msg = sub ? sub->Receive() : salt->Receive(200);
     if (!msg) continue;
     auto decoded = wire::DecodeFrame(*msg);
     auto* event = std::get_if<wire::DecodedEvent>(&decoded);

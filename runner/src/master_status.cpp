@@ -6,11 +6,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <signal.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 #include "brine/config/bus_endpoints.h"
+#include "brine/store/store.h"
 
 namespace brine::runner {
 namespace {
@@ -25,7 +29,22 @@ bool Connects(int family, const sockaddr* addr, socklen_t len) {
 
 }  // namespace
 
+BusProbe ProbeStoreLock(const config::MasterConfig& config) {
+  BusProbe probe;
+  const std::optional<std::filesystem::path> lock = store::Describe(config.brine.database).lock_file;
+  if (!lock) return probe;
+  probe.where = lock->string();
+  probe.absent = "no live process holds " + probe.where;
+  std::ifstream in(*lock);
+  std::string word;
+  long long pid = 0;
+  if (!(in >> word >> pid) || word != "pid" || pid <= 1) return probe;
+  probe.listening = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  return probe;
+}
+
 BusProbe ProbeBus(const config::MasterConfig& config) {
+  if (config.brine.bus != config::MasterConfig::BusMode::kBind) return ProbeStoreLock(config);
   BusProbe probe;
   const config::BusEndpoints endpoints = config::EndpointsFor(config);
   if (config.ipc_mode == config::MasterConfig::IpcMode::kIpc) {
@@ -37,6 +56,7 @@ BusProbe ProbeBus(const config::MasterConfig& config) {
     if (path.empty() || path.size() >= sizeof addr.sun_path) return probe;
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     probe.listening = Connects(AF_UNIX, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+    probe.absent = "nothing listens on " + path;
     return probe;
   }
   probe.where = "127.0.0.1:" + std::to_string(config.brine.tcp_pull_port);
@@ -45,6 +65,7 @@ BusProbe ProbeBus(const config::MasterConfig& config) {
   addr.sin_port = htons(static_cast<std::uint16_t>(config.brine.tcp_pull_port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   probe.listening = Connects(AF_INET, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  probe.absent = "nothing listens on " + probe.where;
   return probe;
 }
 

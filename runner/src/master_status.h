@@ -14,11 +14,17 @@ namespace brine::runner {
 
 struct BusProbe {
   bool listening = false;
-  std::string where;  // the socket file, or host:port in tcp mode
+  std::string where;  // the socket file, or host:port in tcp mode; the lock file when attached
+  // The sentence that ends "brine-master is not running: " when it is not.
+  std::string absent;
 };
 
-// Connects to the master's pull socket (config::EndpointsFor) and closes
-// again: a listener means a process holds the bus. Never throws.
+// brine.bus: bind: connects to the master's pull socket
+// (config::EndpointsFor) and closes again: a listener means a process holds
+// the bus. attach or none: the bus is Salt's, so it is never probed; a live
+// process named in the store's <database>.lock (which brine-master holds
+// flocked, "pid <pid> id <id>") means it runs; a server database has no lock
+// file (listening false, where empty: the status row decides). Never throws.
 [[nodiscard]] BusProbe ProbeBus(const config::MasterConfig& config);
 
 // The samples of a Prometheus text file by metric name (labels dropped; the

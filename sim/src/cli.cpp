@@ -25,6 +25,7 @@
 #include "brine/wire/codec.h"
 #include "file_sink.h"
 #include "pacer.h"
+#include "modern_bus_sink.h"
 #include "push_sink.h"
 
 namespace brine::sim {
@@ -50,6 +51,11 @@ constexpr const char* kUsage =
     "  -c, --config-dir DIR     the master config to read brine.sock_dir and ipc_mode from\n"
     "                           (default /etc/salt)\n"
     "  --pull ENDPOINT          push to this ZeroMQ endpoint instead (ipc://PATH, tcp://HOST:PORT)\n"
+    "  --modern-bus PATH        play a modern Salt master's publisher on the Unix socket PATH\n"
+    "                           (<sock_dir>/master_event_pub.ipc) for an attached brine-master;\n"
+    "                           with -c and brine.bus: attach, the config's path is used\n"
+    "  --bus-framing plain|prefixed  the modern bus's framing (default plain, as 3006.0-3006.19,\n"
+    "                           3007 and 3008 send; prefixed as a late 3006.x)\n"
     "  --dry-run FILE           write the events to FILE instead of sending them (no pacing)\n"
     "  --dry-run-format FORMAT  jsonl ({\"tag\": ..., \"data\": ...} per line, the default) or frames\n"
     "                           (each frame as sent, after a 4-byte big-endian length)\n"
@@ -90,6 +96,8 @@ class UsageError : public std::runtime_error {
 struct CliOptions {
   std::optional<std::filesystem::path> config_dir;
   std::optional<std::string> pull;
+  std::optional<std::filesystem::path> modern_bus;
+  wire::StreamFraming bus_framing = wire::StreamFraming::kPlain;
   std::optional<std::filesystem::path> dry_run;
   DryRunFormat dry_run_format = DryRunFormat::kJsonl;
   wire::Framing framing = wire::Framing::kNew;
@@ -179,6 +187,14 @@ CliOptions ParseArgs(int argc, char** argv) {
     } else if (opt == "--pull") {
       o.pull = value();
       if (o.pull->empty()) throw UsageError("--pull: expected a ZeroMQ endpoint, got ''");
+    } else if (opt == "--modern-bus") {
+      o.modern_bus = value();
+      if (o.modern_bus->empty()) throw UsageError("--modern-bus: expected a socket path, got ''");
+    } else if (opt == "--bus-framing") {
+      const std::string v = value();
+      const auto framing = wire::ParseFramingName(v);
+      if (!framing) throw UsageError("--bus-framing: expected plain or prefixed, got '" + v + "'");
+      o.bus_framing = *framing;
     } else if (opt == "--dry-run") {
       o.dry_run = value();
       if (o.dry_run->empty()) throw UsageError("--dry-run: expected a file name, got ''");
@@ -402,14 +418,23 @@ int Run(const CliOptions& o, std::ostream& out, std::ostream& err) {
       sink = std::make_unique<FileSink>(*o.dry_run, o.dry_run_format);
     } else {
       std::string endpoint;
+      std::optional<std::filesystem::path> modern = o.modern_bus;
       if (o.pull) {
         endpoint = *o.pull;
-      } else {
+      } else if (!modern) {
         const auto cfg = config::LoadMasterConfig(o.config_dir.value_or(config::kDefaultConfigDir));
         endpoint = config::EndpointsFor(cfg).pull;
+        // An attached brine-master reads the Salt master's bus: play that.
+        if (cfg.brine.bus == config::MasterConfig::BusMode::kAttach && cfg.ipc_mode == config::MasterConfig::IpcMode::kIpc) {
+          modern = config::SaltBusFor(cfg).pub_path;
+        }
         WarnIfRetentionDeletes(o, cfg, err);
       }
-      sink = std::make_unique<PushSink>(endpoint, PushOptions{});
+      if (modern) {
+        sink = std::make_unique<ModernBusSink>(*modern, ModernBusOptions{.framing = o.bus_framing});
+      } else {
+        sink = std::make_unique<PushSink>(endpoint, PushOptions{});
+      }
     }
   } catch (const SinkError& e) {
     err << "brine-sim: " << e.what() << "\n";

@@ -180,6 +180,9 @@ class Backend : public RetentionBackend {
   virtual void PutMasterInfo(const MasterInfo& info) = 0;
   virtual void AddHourlyCounts(std::span<const HourCounts> hours) = 0;
   virtual void ForgetHoursBefore(std::int64_t before_us) = 0;
+  // Store::OpenBusGap, CloseBusGap (this master's rows; reason as GapReasonText).
+  virtual void OpenBusGap(std::string_view reason, std::int64_t start_us, std::optional<std::int64_t> last_frame_us) = 0;
+  virtual void CloseBusGap(std::int64_t end_us) = 0;
   // Store::PutSpoolProgress and ForgetSpoolProgress (this master's rows).
   virtual void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) = 0;
   virtual void ForgetSpoolProgress(const std::string& file_key) = 0;
@@ -197,6 +200,8 @@ class Backend : public RetentionBackend {
   virtual std::optional<Micros> OldestEvent() = 0;
   virtual Value GetCounters() = 0;
   virtual std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() = 0;
+  // Store::GetBusGaps.
+  virtual std::vector<BusGap> GetBusGaps(std::int64_t since_us) = 0;
   // Every master's MasterInfo, by master name (master_status.cpp).
   virtual std::vector<std::pair<std::string, MasterInfo>> GetMasterInfos() = 0;
   // The rollups of the hours in [from_us, until_us), hour order, only hours

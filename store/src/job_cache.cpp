@@ -245,6 +245,17 @@ class JobCache final : public Store, private StoreMaintenance {
     Write("forget_hours_before", [&] { backend_->ForgetHoursBefore(ToUnixMicros(before)); });
   }
 
+  void OpenBusGap(GapReason reason, Micros start, std::optional<Micros> last_frame) override {
+    Write("open_bus_gap", [&] {
+      backend_->OpenBusGap(GapReasonText(reason), ToUnixMicros(start),
+                           last_frame ? std::optional(ToUnixMicros(*last_frame)) : std::nullopt);
+    });
+  }
+  void CloseBusGap(Micros end) override {
+    Write("close_bus_gap", [&] { backend_->CloseBusGap(ToUnixMicros(end)); });
+  }
+  std::vector<BusGap> GetBusGaps(Micros since) override { return backend_->GetBusGaps(ToUnixMicros(since)); }
+
   void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) override {
     Write("put_spool_progress", [&] { backend_->PutSpoolProgress(file_key, offset_bytes); });
   }

@@ -59,3 +59,19 @@ std::vector<HourCounts> HourlySeries(Backend& backend, Micros from, Micros until
 }
 
 }  // namespace brine::store::detail
+
+namespace brine::store {
+
+std::string_view GapReasonText(GapReason reason) {
+  switch (reason) {
+    case GapReason::kMasterWentAway: return "master went away";
+    case GapReason::kSocketReplaced: return "socket replaced";
+    case GapReason::kFellBehind: return "brine fell behind";
+    case GapReason::kUndecodableStream: return "undecodable stream";
+    case GapReason::kMasterStopped: return "brine-master stopped";
+    case GapReason::kPermissionDenied: return "permission denied";
+  }
+  return "master went away";
+}
+
+}  // namespace brine::store

@@ -79,4 +79,38 @@ std::vector<HourCounts> PostgresBackend::GetHourlyCounts(std::int64_t from_us, s
   });
 }
 
+void PostgresBackend::OpenBusGap(std::string_view reason, std::int64_t start_us,
+                                 std::optional<std::int64_t> last_frame_us) {
+  Defer("INSERT INTO bus_gap (master_id, gap_start_us, last_frame_us, reason) SELECT $1::bigint, $2::bigint,"
+        " $3::bigint, $4::text WHERE NOT EXISTS (SELECT 1 FROM bus_gap WHERE master_id = $1::bigint"
+        " AND gap_end_us IS NULL)",
+        {O(Int(master_row_)), O(Int(start_us)), OInt(last_frame_us),
+         O(std::string(reason))});
+}
+
+void PostgresBackend::CloseBusGap(std::int64_t end_us) {
+  Defer("UPDATE bus_gap SET gap_end_us = greatest($2::bigint, gap_start_us) WHERE master_id = $1::bigint"
+        " AND gap_end_us IS NULL",
+        {O(Int(master_row_)), O(Int(end_us))});
+}
+
+std::vector<BusGap> PostgresBackend::GetBusGaps(std::int64_t since_us) {
+  return Guard("get_bus_gaps", Op::kRead, [&] {
+    PgResult r = Db().Exec(
+        "SELECT m.name, g.gap_start_us, g.gap_end_us, g.last_frame_us, g.reason FROM bus_gap AS g"
+        " JOIN master AS m ON m.id = g.master_id WHERE g.gap_end_us IS NULL OR g.gap_end_us >= $1::bigint"
+        " ORDER BY g.gap_start_us, g.id",
+        {P(Int(since_us))});
+    std::vector<BusGap> out;
+    for (int i = 0; i < r.rows(); ++i) {
+      BusGap g{.master_id = std::string(r.text(i, 0)), .start = FromUnixMicros(r.integer(i, 1))};
+      if (!r.null(i, 2)) g.end = FromUnixMicros(r.integer(i, 2));
+      if (!r.null(i, 3)) g.last_frame = FromUnixMicros(r.integer(i, 3));
+      g.reason = std::string(r.text(i, 4));
+      out.push_back(std::move(g));
+    }
+    return out;
+  });
+}
+
 }  // namespace brine::store::detail

@@ -20,7 +20,7 @@ const std::vector<std::string>& DocumentedViews() {
       "brine_api_v1_job", "brine_api_v1_job_minion",
       "brine_api_v1_return", "brine_api_v1_fun_latest", "brine_api_v1_returned_minion", "brine_api_v1_endtime",
       "failed_returns", "failed_states",      "minion_job_outcome",    "minion_reliability",
-      "return_times",   "user_jobs"};
+      "return_times",   "user_jobs",          "brine_bus_gaps"};
   return kViews;
 }
 

@@ -150,6 +150,8 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override;
   std::int64_t UsedBytes() override;
   void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) override;
+  void OpenBusGap(std::string_view reason, std::int64_t start_us, std::optional<std::int64_t> last_frame_us) override;
+  void CloseBusGap(std::int64_t end_us) override;
   void PutSpoolProgress(const std::string& file_key, std::int64_t offset_bytes) override;
   void ForgetSpoolProgress(const std::string& file_key) override;
 
@@ -173,6 +175,7 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   void AddHourlyCounts(std::span<const HourCounts> hours) override;
   void ForgetHoursBefore(std::int64_t before_us) override;
   std::vector<std::pair<std::string, MasterInfo>> GetMasterInfos() override;
+  std::vector<BusGap> GetBusGaps(std::int64_t since_us) override;
   std::vector<HourCounts> GetHourlyCounts(std::int64_t from_us, std::int64_t until_us,
                                           const std::optional<std::string>& master) override;
   std::vector<std::pair<std::string, std::int64_t>> GetSpoolProgress() override;

@@ -85,4 +85,46 @@ std::vector<HourCounts> SqliteBackend::GetHourlyCounts(std::int64_t from_us, std
   });
 }
 
+void SqliteBackend::OpenBusGap(std::string_view reason, std::int64_t start_us,
+                               std::optional<std::int64_t> last_frame_us) {
+  auto& q = Stmt(
+      "INSERT INTO bus_gap (master_id, gap_start_us, last_frame_us, reason) SELECT ?1, ?2, ?3, ?4"
+      " WHERE NOT EXISTS (SELECT 1 FROM bus_gap WHERE master_id = ?1 AND gap_end_us IS NULL)");
+  q.bind(1, master_row_);
+  q.bind(2, start_us);
+  if (last_frame_us) {
+    q.bind(3, *last_frame_us);
+  } else {
+    q.bind(3);
+  }
+  q.bind(4, std::string(reason));
+  q.exec();
+}
+
+void SqliteBackend::CloseBusGap(std::int64_t end_us) {
+  auto& q = Stmt("UPDATE bus_gap SET gap_end_us = max(?2, gap_start_us) WHERE master_id = ?1 AND gap_end_us IS NULL");
+  q.bind(1, master_row_);
+  q.bind(2, end_us);
+  q.exec();
+}
+
+std::vector<BusGap> SqliteBackend::GetBusGaps(std::int64_t since_us) {
+  return Read("get_bus_gaps", [&] {
+    auto& q = Stmt(
+        "SELECT m.name, g.gap_start_us, g.gap_end_us, g.last_frame_us, g.reason FROM bus_gap AS g"
+        " JOIN master AS m ON m.id = g.master_id WHERE g.gap_end_us IS NULL OR g.gap_end_us >= ?"
+        " ORDER BY g.gap_start_us, g.id");
+    q.bind(1, since_us);
+    std::vector<BusGap> out;
+    while (q.executeStep()) {
+      BusGap g{.master_id = q.getColumn(0).getString(), .start = FromUnixMicros(q.getColumn(1).getInt64())};
+      if (!q.getColumn(2).isNull()) g.end = FromUnixMicros(q.getColumn(2).getInt64());
+      if (!q.getColumn(3).isNull()) g.last_frame = FromUnixMicros(q.getColumn(3).getInt64());
+      g.reason = q.getColumn(4).getString();
+      out.push_back(std::move(g));
+    }
+    return out;
+  });
+}
+
 }  // namespace brine::store::detail

@@ -77,6 +77,7 @@ class BrineMaster:
             f.write(
                 "id: test_master\n"
                 "cachedir: {}\n"
+                "brine.bus: bind\n"
                 "brine.sock_dir: {}\n"
                 "brine.log_file: {}\n"
                 "brine.log_level: debug\n".format(self.cachedir, self.sock_dir, self.log_file)

@@ -21,6 +21,8 @@ MasterProcess::MasterProcess(const std::string& extra_config) {
   std::filesystem::create_directories(dir_ / "conf");
   std::ofstream(dir_ / "conf" / "master") << "id: test_master\n"
                                           << "cachedir: " << (dir_ / "cache").string() << "\n"
+                                          // The 2014 bus unless the test says otherwise.
+                                          << (extra_config.find("brine.bus:") == std::string::npos ? "brine.bus: bind\n" : "")
                                           << "brine.sock_dir: " << (dir_ / "sock").string() << "\n"
                                           << "brine.log_file: " << (dir_ / "log" / "brine-master").string() << "\n"
                                           << "brine.log_level: debug\n"

@@ -23,6 +23,7 @@ class Site {
     std::filesystem::create_directories(dir_ / "conf");
     std::filesystem::create_directories(dir_ / "cache");
     std::ofstream(dir_ / "conf" / "master") << "cachedir: " << (dir_ / "cache").string() << "\n"
+                                            << "brine.bus: bind\n"
                                             << "brine.sock_dir: " << (dir_ / "sock").string() << "\n"
                                             << "brine.send_timeout_ms: 300\n"
                                             << extra_config << "\n";

@@ -51,6 +51,7 @@ fs::path Site::WriteConf(const std::string& name, const std::string& extra_confi
   fs::create_directories(dir_ / name);
   std::ofstream(dir_ / name / "master") << "cachedir: " << (dir_ / "cache").string() << "\n"
                                         << "brine.database: " << db().string() << "\n"
+                                        << "brine.bus: bind\n"
                                         << extra_config << "\n";
   return dir_ / name;
 }

@@ -80,6 +80,16 @@
 //   brine.read_database       unset; the same forms: where brine-run reads the
 //                             job cache and archive from (a PostgreSQL replica),
 //                             while queue.* and every writer use brine.database
+//   brine.bus                 "attach" (default), "bind" or "none": how brine-master meets
+//                             the master's event bus. attach: read a running Salt master's
+//                             own bus (2016.3 and later) at <sock_dir>/master_event_pub.ipc,
+//                             or 127.0.0.1:tcp_master_pub_port in ipc_mode tcp
+//                             (SaltBusFor in bus_endpoints.h); bind: be the 2014 ZeroMQ bus
+//                             in brine.sock_dir (a master up to 2015.8, brine-sim, the tests);
+//                             none: no bus, only the Salt plug-in feeds brine
+//   brine.bus_framing         unset (the framing brine-master saw on the publisher), "plain"
+//                             or "prefixed": the form brine-run's event.send writes to an
+//                             attached master's puller (Salt 3008.2 and later: prefixed)
 //   brine.sock_dir            the effective sock_dir
 //   brine.tcp_pull_port       tcp_master_pull_port (4513), 1-65535
 //   brine.tcp_pub_port        tcp_master_pub_port (4512), 1-65535, not the pull port
@@ -179,6 +189,10 @@ inline constexpr int kDefaultWebPort = 4519;
 // /etc/salt/master gives (root_dir "/"), apart from `id`, which is left empty.
 struct MasterConfig {
   enum class IpcMode { kIpc, kTcp };
+  // brine.bus (above).
+  enum class BusMode { kAttach, kBind, kNone };
+  // brine.bus_framing (above); kSeen: the framing recorded by brine-master.
+  enum class BusFraming { kSeen, kPlain, kPrefixed };
 
   std::filesystem::path config_dir{kDefaultConfigDir};
   std::string id;
@@ -187,6 +201,9 @@ struct MasterConfig {
   std::filesystem::path sock_dir = "/var/run/salt/master";
   std::filesystem::path cachedir = "/var/cache/salt/master";
   IpcMode ipc_mode = IpcMode::kIpc;
+  // Salt's own event bus ports in ipc_mode tcp (what an attached brine-master reads).
+  int tcp_master_pub_port = 4512;
+  int tcp_master_pull_port = 4513;
   // Globs to seconds, in the file's order (retention by class).
   using GlobSeconds = std::vector<std::pair<std::string, std::int64_t>>;
   std::int64_t keep_jobs_seconds = 86400;  // effective, after the keep_jobs rule
@@ -210,6 +227,8 @@ struct MasterConfig {
     std::filesystem::path database = "/var/cache/salt/master/brine.sqlite";
     // brine-run's reads, when set (a replica); writes always go to `database`.
     std::optional<std::filesystem::path> read_database;
+    BusMode bus = BusMode::kAttach;
+    BusFraming bus_framing = BusFraming::kSeen;
     std::filesystem::path sock_dir = "/var/run/salt/master";
     std::filesystem::path log_file = "/var/log/salt/brine-master";
     int tcp_pull_port = 4513;

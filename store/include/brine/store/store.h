@@ -320,6 +320,28 @@ struct HourCounts {
   std::int64_t events = 0;
 };
 
+// Why an attached brine-master read nothing of its Salt master's bus for a
+// while (bus_gaps.sql; docs/master.md, "Attach").
+enum class GapReason {
+  kMasterWentAway,     // EOF, or no socket to connect to
+  kSocketReplaced,     // the socket file's inode changed under a connection
+  kFellBehind,         // the queue and the overflow file were full; the master dropped us
+  kUndecodableStream,  // a bare-form frame could not be read: no boundary to resume at
+  kMasterStopped,      // brine-master itself was stopped
+  kPermissionDenied,   // connect() said EACCES
+};
+// The reason's text as brine_bus_gaps shows it ("master went away", ...).
+[[nodiscard]] std::string_view GapReasonText(GapReason reason);
+
+// One row of brine_bus_gaps.
+struct BusGap {
+  std::string master_id;
+  Micros start{};
+  std::optional<Micros> end;         // nullopt while open
+  std::optional<Micros> last_frame;  // the last frame read before it, when known
+  std::string reason;                // GapReasonText
+};
+
 class Store;
 
 // An open write batch: every write on the Store joins one BEGIN IMMEDIATE
@@ -502,6 +524,17 @@ class Store {
   // Removes every master's rollups of the hours that end at or before
   // `before` (retention). Throws as any write.
   virtual void ForgetHoursBefore(Micros before) = 0;
+
+  // --- an attached bus's gaps (bus_gaps.sql) --------------------------------------
+  // Opens a gap of this Store's master at `start`, unless one is open (the
+  // first reason of an episode stands). Joins the open batch. Throws as any write.
+  virtual void OpenBusGap(GapReason reason, Micros start, std::optional<Micros> last_frame) = 0;
+  // Ends this Store's master's open gap at `end` (not before its start);
+  // nothing when none is open. Joins the open batch. Throws as any write.
+  virtual void CloseBusGap(Micros end) = 0;
+  // Every master's gaps still open or ended at or after `since`, oldest
+  // first. Throws StoreError.
+  [[nodiscard]] virtual std::vector<BusGap> GetBusGaps(Micros since) = 0;
 
   // --- the Salt plug-in's spool (brine-master; master/include/brine/master/spool.h) ---
   // Records that this Store's master (OpenOptions::master_id) has filed the
