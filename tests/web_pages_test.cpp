@@ -2,6 +2,7 @@
 // /jobs with every filter, format and paging step, /active and /failures;
 // hostile minion ids and returns stay text, CSV cells are guarded; and the
 // same JSON from SQLite and PostgreSQL.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
@@ -9,6 +10,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/store/job_listing_sql.h"
 #include "brine/store/minion_report.h"
 #include "brine/store/sql.h"
 #include "brine/store/store.h"
@@ -135,8 +137,10 @@ struct Site {
   std::unique_ptr<web::App> app;
   std::unique_ptr<web::HttpServer> server;
   std::vector<std::pair<std::string, std::string>> session;
+  std::string database;  // what the App reads: a SQLite path or a postgresql:// URI
   explicit Site(web::App::Options extra = {}) {
     if (extra.database.empty()) extra.database = dir / "brine.sqlite";
+    database = extra.database.string();
     FillStore(extra.database);
     extra.token = token;
     extra.clock = &clock;
@@ -743,5 +747,167 @@ TEST_CASE(
     INFO(sql << "\n" << plan);
     CHECK(plan.find("Seq Scan on ret") == std::string::npos);
     CHECK(plan.find("Index") != std::string::npos);
+  }
+}
+
+namespace {
+
+// A second master's jobs in `db`: a failed cmd.run (09:50), a test.ping and a
+// job it knows only from a return (a stub: its publishing master unknown).
+void FillSecondMaster(const std::string& db) {
+  auto s = brine::store::OpenStore(db, {.master_id = "master2"});
+  s->SaveLoad(JidAt(10, 7),
+              brine::ParseJson(R"({"fun":"cmd.run","arg":["false"],"tgt":"db2","user":"carol"})"),
+              std::vector<std::string>{"db2"});
+  (void)s->Returner(Value::Map({{"id", "db2"},
+                                {"jid", JidAt(10, 7)},
+                                {"fun", "cmd.run"},
+                                {"return", "no"},
+                                {"retcode", 1}}));
+  s->SaveLoad(JidAt(9, 7), brine::ParseJson(R"({"fun":"test.ping","arg":[],"tgt":"db2"})"),
+              std::vector<std::string>{"db2"});
+  (void)s->Returner(Value::Map({{"id", "db2"},
+                                {"jid", JidAt(8, 7)},
+                                {"fun", "cmd.run"},
+                                {"return", "stub"},
+                                {"retcode", 1}}));
+}
+
+// `sql` with each `$N` replaced by its bind as a quoted SQL literal, highest N first.
+std::string Inline(const brine::store::JobListingSql& q) {
+  std::string sql = q.sql;
+  for (std::size_t n = q.binds.size(); n >= 1; --n) {
+    const std::string name = "$" + std::to_string(n);
+    std::string literal = "'";
+    for (const char c : q.binds[n - 1])
+      literal += c == '\'' ? std::string("''") : std::string(1, c);
+    literal += "'";
+    for (auto at = sql.find(name); at != std::string::npos;
+         at = sql.find(name, at + literal.size()))
+      sql.replace(at, name.size(), literal);
+  }
+  return sql;
+}
+
+// The filters brine-web's master filter reads with: /jobs's default page of a
+// window, and the overview's latest failures of a day.
+std::vector<brine::store::JobFilter> MasterFilters() {
+  return {{.jid_min = JidAt(120),
+           .jid_max = JidAt(0) + "~",
+           .exclude_functions = {"test.ping", "saltutil.find_job"},
+           .limit = 50,
+           .master = "master2",
+           .with_counts = true},
+          {.jid_min = JidAt(24 * 60),
+           .has_failures = true,
+           .limit = 10,
+           .master = "master2",
+           .with_counts = true}};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "web pages: /jobs?master= and the overview's latest failures keep the jobs that master "
+    "published, on both backends",
+    "[web][web-pages][master]") {
+  std::vector<std::unique_ptr<Site>> sites;
+  sites.push_back(std::make_unique<Site>());
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("PostgreSQL half SKIPPED: " << *why);
+  } else {
+    sites.push_back(std::make_unique<Site>(
+        web::App::Options{.database = brine::test::PostgresServer::Shared().CreateDatabase()}));
+  }
+  std::vector<std::string> bodies;
+  for (auto& site : sites) {
+    Site& w = *site;
+    FillSecondMaster(w.database);
+    const std::vector<std::string> second = Jids(w.Json("/jobs?format=json&master=master2"));
+    CHECK(second == std::vector<std::string>{JidAt(10, 7)});  // test.ping hidden, the stub unknown
+    CHECK(Jids(w.Json("/jobs?format=json&master=master2&hidden=show")) ==
+          std::vector<std::string>{JidAt(9, 7), JidAt(10, 7)});
+    const std::vector<std::string> first =
+        Jids(w.Json("/jobs?format=json&master=master1&limit=500"));
+    CHECK(first.size() == 15);  // every job of FillStore but the 3 hidden test.ping
+    CHECK(std::find(first.begin(), first.end(), JidAt(10, 7)) == first.end());
+    CHECK(std::find(first.begin(), first.end(), JidAt(8, 7)) == first.end());
+    // Without the filter the stub is listed: it is only its master that is unknown.
+    const std::vector<std::string> all = Jids(w.Json("/jobs?format=json&limit=500"));
+    CHECK(std::find(all.begin(), all.end(), JidAt(8, 7)) != all.end());
+    CHECK(Jids(w.Json("/jobs?format=json&master=nobody")).empty());
+    // The overview's latest failures follow its master filter, and link to that master's.
+    const Value overview = w.Json("/?format=json&master=master2");
+    CHECK(Jids(Value::Map({{"jobs", *overview.Find("latest_failures")}})) ==
+          std::vector<std::string>{JidAt(10, 7)});
+    const Value overview1 = w.Json("/?format=json&master=master1");
+    CHECK(Jids(Value::Map({{"jobs", *overview1.Find("latest_failures")}})) ==
+          std::vector<std::string>{JidAt(30), JidAt(60)});
+    CHECK_THAT(w.Get("/?master=master2").body,
+               Catch::Contains("href=\"/jobs?failed=yes&amp;hidden=show&amp;master=master2\""));
+    const HttpReply html = w.Get("/jobs?master=master2");
+    REQUIRE(html.status == 200);
+    CHECK_THAT(html.body, Catch::Contains("<input name=\"master\" value=\"master2\""));
+    bodies.push_back(w.Get("/jobs?format=json&master=master2&hidden=show").body + "\n" +
+                     w.Get("/jobs?format=csv&master=master1").body);
+  }
+  if (bodies.size() == 2) CHECK(bodies[0] == bodies[1]);
+}
+
+TEST_CASE(
+    "web pages: a master filter reads job along its jid range and looks its master up by name, "
+    "on SQLite",
+    "[web][web-pages][master][plan]") {
+  Site w;
+  const std::string database = (w.dir / "brine.sqlite").string();
+  FillSecondMaster(database);
+  {
+    auto s = brine::store::OpenStore(database);
+    REQUIRE(s->Maintenance() != nullptr);
+    s->Maintenance()->RefreshStatistics();
+  }
+  for (const brine::store::JobFilter& f : MasterFilters()) {
+    const brine::store::JobListingSql q = brine::store::JobListingQuery(database, f);
+    std::string plan;
+    brine::store::OpenSqlEngine(database)->Run("EXPLAIN QUERY PLAN " + Inline(q), {}, {},
+                                               [&](brine::store::SqlResult&& r) {
+                                                 for (const auto& row : r.rows)
+                                                   plan += row.back().as_string() + "\n";
+                                               });
+    INFO(Inline(q) << "\n" << plan);
+    CHECK_THAT(q.sql, Catch::Contains("master_id = (SELECT id FROM master WHERE name = $"));
+    CHECK(plan.find("SCAN job") == std::string::npos);
+    CHECK_THAT(plan,
+               Catch::Contains("SEARCH job USING INDEX sqlite_autoindex_job_1 (jid>? AND jid<?)") ||
+                   Catch::Contains("SEARCH job USING INDEX sqlite_autoindex_job_1 (jid>?)"));
+    CHECK_THAT(plan, Catch::Contains(
+                         "SEARCH master USING COVERING INDEX sqlite_autoindex_master_1 (name=?)"));
+    CHECK(plan.find("SCAN ret") == std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "web pages: on PostgreSQL a master filter reads job through its jid index, never a scan of "
+    "job",
+    "[web][web-pages][master][plan][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("SKIPPED: " << *why);
+    return;
+  }
+  const std::string database = brine::test::PostgresServer::Shared().CreateDatabase();
+  Site pg({.database = database});
+  FillSecondMaster(database);
+  for (const brine::store::JobFilter& f : MasterFilters()) {
+    const std::string sql = Inline(brine::store::JobListingQuery(database, f));
+    const std::string plan = brine::test::PostgresServer::Shared().Query(
+        database, "SET enable_seqscan = off; EXPLAIN " + sql);
+    INFO(sql << "\n" << plan);
+    CHECK(plan.find("Seq Scan on job") == std::string::npos);
+    // Walked backward under the LIMIT, or as a bitmap of the range: job's rows
+    // come from the jid index only, and master_id is a filter on them.
+    CHECK_THAT(plan, Catch::Contains("Index Scan Backward using job_jid_key on job") ||
+                         Catch::Contains("Bitmap Index Scan on job_jid_key"));
+    CHECK_THAT(plan, Catch::Contains("(master_id = $"));
+    CHECK_THAT(plan, Catch::Contains("using master_name_key on master"));
   }
 }

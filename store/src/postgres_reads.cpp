@@ -95,58 +95,10 @@ void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::Ret
 
 void PostgresBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Guard("get_jids", Op::kRead, [&] {
-    std::string sql = "SELECT jid, fun, load, metadata, endtime";
-    if (pushdown.counts) {
-      sql += ", (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id),"
-        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id),"
-        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = false)),"
-        " (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id AND NOT EXISTS"
-        " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = jm.minion_id))";
-    }
-    sql += " FROM job WHERE load IS NOT NULL";
-    std::vector<std::string> binds;
-    auto bind = [&](std::string v) {
-      binds.push_back(std::move(v));
-      return "$" + std::to_string(binds.size());
-    };
-    if (pushdown.jid_min) sql += " AND jid >= " + bind(*pushdown.jid_min);
-    if (pushdown.jid_max) sql += " AND jid <= " + bind(*pushdown.jid_max);
-    if (pushdown.jid_before) sql += " AND jid < " + bind(*pushdown.jid_before);
-    if (pushdown.minion) {
-      sql += " AND EXISTS (SELECT 1 FROM minion AS m WHERE m.name = " + bind(*pushdown.minion) +
-             " AND (EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = job.id AND jm.minion_id = m.id)"
-             " OR EXISTS (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = m.id)))";
-    }
-    if (!pushdown.fun_in.empty()) {
-      sql += " AND fun IN (";
-      for (std::size_t i = 0; i < pushdown.fun_in.size(); ++i) {
-        sql += (i == 0 ? "" : ", ") + bind(pushdown.fun_in[i]);
-      }
-      sql += ")";
-    }
-    if (!pushdown.fun_patterns.empty()) {
-      sql += " AND (";
-      for (std::size_t i = 0; i < pushdown.fun_patterns.size(); ++i) {
-        const JobPushdown::FunPattern& f = pushdown.fun_patterns[i];
-        sql += i == 0 ? "" : " OR ";
-        sql += f.prefix ? "fun LIKE " + bind(LikeEscape(f.text) + "%") + " ESCAPE '\\'" : "fun = " + bind(f.text);
-      }
-      sql += ")";
-    }
-    for (const std::string& f : pushdown.exclude_functions) sql += " AND fun IS DISTINCT FROM " + bind(f);
-    if (pushdown.has_returns) {
-      sql += *pushdown.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
-      sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
-    }
-    if (pushdown.has_failures) {
-      sql += *pushdown.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
-      sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = false))";
-    }
-    sql += pushdown.newest_first ? " ORDER BY jid DESC" : " ORDER BY jid";
-    if (pushdown.limit) sql += " LIMIT " + std::to_string(*pushdown.limit);
+    const JobRowsSql built = BuildJobRowsSql(pushdown, kPostgresFailedReturn);
     std::vector<PgParam> params;
-    for (const std::string& b : binds) params.push_back(P(b));
-    Db().StartRows(sql, params);
+    for (const std::string& b : built.binds) params.push_back(P(b));
+    Db().StartRows(built.sql, params);
     bool stop = false;
     while (std::optional<PgResult> r = db_->NextRow()) {
       if (stop) continue;  // drain the rest

@@ -145,70 +145,10 @@ void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::Retur
 
 void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Read("get_jids", [&] {
-    std::string sql = "SELECT jid, fun, load, metadata, endtime";
-    if (pushdown.counts) {
-      sql += ", (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id),"
-        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id),"
-        " (SELECT count(*) FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = 0)),"
-        " (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id AND NOT EXISTS"
-        " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = jm.minion_id))";
-    }
-    sql += " FROM job WHERE load IS NOT NULL";
-    std::vector<std::string> binds;
-    if (pushdown.jid_min) {
-      sql += " AND jid >= ?";
-      binds.push_back(*pushdown.jid_min);
-    }
-    if (pushdown.jid_max) {
-      sql += " AND jid <= ?";
-      binds.push_back(*pushdown.jid_max);
-    }
-    if (pushdown.jid_before) {
-      sql += " AND jid < ?";
-      binds.push_back(*pushdown.jid_before);
-    }
-    if (pushdown.minion) {
-      sql += " AND EXISTS (SELECT 1 FROM minion AS m WHERE m.name = ? AND"
-             " (EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = job.id AND jm.minion_id = m.id)"
-             " OR EXISTS (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = m.id)))";
-      binds.push_back(*pushdown.minion);
-    }
-    if (!pushdown.fun_in.empty()) {
-      // Plain names use the (fun, jid) index.
-      sql += " AND fun IN (";
-      for (std::size_t i = 0; i < pushdown.fun_in.size(); ++i) {
-        sql += i == 0 ? "?" : ", ?";
-        binds.push_back(pushdown.fun_in[i]);
-      }
-      sql += ")";
-    }
-    if (!pushdown.fun_patterns.empty()) {
-      // LIKE ignores ASCII case here: more rows, never fewer (JobQuery re-checks).
-      sql += " AND (";
-      for (std::size_t i = 0; i < pushdown.fun_patterns.size(); ++i) {
-        const JobPushdown::FunPattern& f = pushdown.fun_patterns[i];
-        sql += i == 0 ? "" : " OR ";
-        sql += f.prefix ? "fun LIKE ? ESCAPE '\\'" : "fun = ?";
-        binds.push_back(f.prefix ? LikeEscape(f.text) + "%" : f.text);
-      }
-      sql += ")";
-    }
-    for (const std::string& f : pushdown.exclude_functions) {
-      sql += " AND fun IS NOT ?";
-      binds.push_back(f);
-    }
-    if (pushdown.has_returns) {
-      sql += *pushdown.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
-      sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
-    }
-    if (pushdown.has_failures) {
-      sql += *pushdown.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
-      sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND (ret.retcode <> 0 OR ret.success = 0))";
-    }
-    sql += pushdown.newest_first ? " ORDER BY jid DESC" : " ORDER BY jid";
-    if (pushdown.limit) sql += " LIMIT " + std::to_string(*pushdown.limit);
-    SQLite::Statement q(*db_, sql);
-    for (std::size_t i = 0; i < binds.size(); ++i) q.bind(static_cast<int>(i + 1), binds[i]);
+    const JobRowsSql built = BuildJobRowsSql(pushdown, kSqliteFailedReturn);
+    SQLite::Statement q(*db_, built.sql);
+    // `$N` is SQLite's parameter N here: numbered in order of first use.
+    for (std::size_t i = 0; i < built.binds.size(); ++i) q.bind(static_cast<int>(i + 1), built.binds[i]);
     const auto text_of = [&](int i) -> std::optional<std::string_view> {
       const SQLite::Column c = q.getColumn(i);
       if (c.isNull()) return std::nullopt;
