@@ -911,3 +911,66 @@ TEST_CASE(
     CHECK_THAT(plan, Catch::Contains("using master_name_key on master"));
   }
 }
+
+TEST_CASE(
+    "web pages: a minion's last seen is its latest event of any kind, a salt/auth or start event "
+    "after its last return included, on both backends",
+    "[web][web-pages][last-seen]") {
+  std::vector<std::unique_ptr<Site>> sites;
+  sites.push_back(std::make_unique<Site>());
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("PostgreSQL half SKIPPED: " << *why);
+  } else {
+    sites.push_back(std::make_unique<Site>(
+        web::App::Options{.database = brine::test::PostgresServer::Shared().CreateDatabase()}));
+  }
+  for (auto& site : sites) {
+    Site& w = *site;
+    INFO(w.database);
+    {
+      auto s = brine::store::OpenStore(w.database);
+      // absent1 never returned (targeted at 09:00): its only recent event is a
+      // salt/auth at 09:55; a rejected one at 09:58 is no sign of life. web2
+      // never returned either: its minion start at 09:57. ghost was never
+      // targeted: an accepted salt/auth at 09:56.
+      using brine::ParseJson;
+      using std::chrono::minutes;
+      std::vector<brine::store::Event> events{
+          {.tag = "salt/auth",
+           .data = ParseJson(R"({"id":"absent1","act":"accept","result":true})"),
+           .received = kNow - minutes(5)},
+          {.tag = "salt/auth",
+           .data = ParseJson(R"({"id":"ghost","act":"accept","result":true})"),
+           .received = kNow - minutes(4)},
+          {.tag = "salt/minion/web2/start",
+           .data = ParseJson(R"({"cmd":"_minion_event"})"),
+           .received = kNow - minutes(3)},
+          {.tag = "salt/auth",
+           .data = ParseJson(R"({"id":"absent1","act":"reject","result":false})"),
+           .received = kNow - minutes(2)},
+      };
+      s->EventReturn(events);
+    }
+    const Value v = w.Json("/minions?format=json");
+    auto seen = [&](const std::string& name) -> std::string {
+      for (const Value& m : v.Find("minions")->as_list()) {
+        if (*m.FindString("minion") == name)
+          return m.Find("last_seen")->is_null() ? "null" : *m.FindString("last_seen");
+      }
+      return "not listed";
+    };
+    CHECK(seen("absent1") == "2026-11-26T09:55:00.000000Z");
+    CHECK(seen("web2") == "2026-11-26T09:57:00.000000Z");
+    CHECK(seen("ghost") == "not listed");  // no job of the window expected it
+    CHECK(*w.Json("/minions/absent1?format=json").FindString("last_seen") ==
+          "2026-11-26T09:55:00.000000Z");
+    const Value ghost = w.Json("/minions/ghost?format=json");
+    CHECK(ghost.Find("targeted")->as_int() == 0);
+    CHECK(*ghost.FindString("last_seen") == "2026-11-26T09:56:00.000000Z");
+    // A salt/auth before the window's start is not read: ghost's of 09:56 is
+    // before a window from 09:56:30.
+    const Value later = w.Json("/minions/ghost?format=json&since=2026-11-26%2009:56:30");
+    CHECK(later.Find("last_seen")->is_null());
+    CHECK_THAT(w.Get("/minions/absent1").body, Catch::Contains("2026-11-26T09:55:00"));
+  }
+}

@@ -3,10 +3,12 @@
 #include "brine/store/minion_report.h"
 
 #include <algorithm>
+#include <map>
 
 #include "brine/core/database.h"
 #include "brine/core/json.h"
 #include "brine/store/sql.h"
+#include "minion_activity.h"
 
 namespace brine::store {
 namespace {
@@ -17,7 +19,7 @@ struct Dialect {
   // retcode and success from each return (3,000 jobs x 200 minions: 0.31 s
   // against 0.80 s).
   // :jid_min, :jid_max, :after, :only, :limit. Columns: name, targeted,
-  // returned, failed, the newest return's arrival (µs or NULL).
+  // returned, failed.
   const char* records;
   // :minion, :look_back. Columns: jid, fun, load, arrival (µs).
   const char* state_jobs;
@@ -33,9 +35,7 @@ constexpr const char* kOneReturn =
 
 constexpr Dialect kSqlite = {
     .records =
-        "SELECT m.name, count(*), count(r.id), count(f.id),"
-        " (SELECT l.recv_us FROM ret AS l WHERE l.minion_id = m.id"
-        "  ORDER BY l.job_id DESC LIMIT 1)"
+        "SELECT m.name, count(*), count(r.id), count(f.id)"
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
@@ -59,9 +59,7 @@ constexpr Dialect kSqlite = {
 constexpr Dialect kPostgres = {
     .records =
         "SELECT m.name, count(*), count(r.id),"
-        " count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success),"
-        " (SELECT (extract(epoch FROM l.recv) * 1000000)::bigint FROM ret AS l"
-        "  WHERE l.minion_id = m.id ORDER BY l.job_id DESC LIMIT 1)"
+        " count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success)"
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
@@ -178,6 +176,7 @@ std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d,
 std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
                                             const MinionReportOptions& options) {
   const auto engine = OpenSqlEngine(database);
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   const auto rows = Rows(*engine, DialectOf(database).records,
                          {{"jid_min", Value(options.jid_min)},
                           {"jid_max", Value(options.jid_max)},
@@ -185,15 +184,29 @@ std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
                           {"only", Value(options.only)},
                           {"limit", Value(options.limit)}},
                          options.timeout);
+  std::map<std::string, std::optional<std::int64_t>> seen;
+  if (!rows.empty() || !options.only.empty()) {
+    seen = detail::ReadMinionActivity(
+        database, ToUnixMicros(options.auth_since), [&](const char* sql, const ValueMap& params) {
+          if (std::chrono::steady_clock::now() >= deadline)
+            throw SqlTimeoutError("minion report: the read ran out of its time budget");
+          return Rows(*engine, sql, params, Left(deadline));
+        });
+  }
   std::vector<MinionRecord> out;
   for (const auto& row : rows) {
     MinionRecord r{.minion = row[0].as_string(),
                    .targeted = IntOf(row[1]),
                    .returned = IntOf(row[2]),
-                   .failed = IntOf(row[3]),
-                   .last_return = TimeOf(row[4])};
+                   .failed = IntOf(row[3])};
+    if (const auto at = seen.find(r.minion); at != seen.end() && at->second)
+      r.last_seen = FromUnixMicros(*at->second);
     r.missing = r.targeted - r.returned;
     out.push_back(std::move(r));
+  }
+  if (out.empty() && !options.only.empty()) {
+    if (const auto at = seen.find(options.only); at != seen.end() && at->second)
+      out.push_back({.minion = options.only, .last_seen = FromUnixMicros(*at->second)});
   }
   return out;
 }

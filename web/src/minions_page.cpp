@@ -43,7 +43,7 @@ Value RecordJson(const store::MinionRecord& r, const std::optional<store::StateR
                      {"returned", r.returned},
                      {"failed", r.failed},
                      {"missing", r.missing},
-                     {"last_seen", TimeJson(r.last_return)},
+                     {"last_seen", TimeJson(r.last_seen)},
                      {"last_highstate", HighstateJson(run)}});
 }
 
@@ -112,6 +112,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
                                                   .after = request.Query("after"),
                                                   .only = "",
                                                   .limit = limit,
+                                                  .auth_since = w.since,
                                                   .timeout = kBudget});
     std::vector<std::string> names;
     for (const auto& r : records) names.push_back(r.minion);
@@ -145,7 +146,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
         for (const std::string& id : run->failed_ids) ids += (ids.empty() ? "" : " ") + id;
       }
       rows.push_back({Value(r.minion), Value(r.targeted), Value(r.returned), Value(r.failed),
-                      Value(r.missing), TimeJson(r.last_return), run ? Value(run->jid) : Value(),
+                      Value(r.missing), TimeJson(r.last_seen), run ? Value(run->jid) : Value(),
                       run ? Value(run->succeeded) : Value(), run ? Value(run->changed) : Value(),
                       run ? Value(run->failed) : Value(), run ? Value(ids) : Value()});
     }
@@ -177,8 +178,8 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
               (r.missing > 0 ? Html::Literal("</td><td class=\"num state-missing\">")
                              : Html::Literal("</td><td class=\"num\">")) +
               Escape(std::to_string(r.missing)) + Html::Literal("</td><td>") +
-              (r.last_return ? TimeElement(*r.last_return)
-                             : Html::Literal("<span class=\"muted\">never</span>")) +
+              (r.last_seen ? TimeElement(*r.last_seen)
+                           : Html::Literal("<span class=\"muted\">never</span>")) +
               Html::Literal("</td><td class=\"highstate\">") + HighstateCell(ctx, runs[i]) +
               Html::Literal("</td></tr>");
     }
@@ -214,6 +215,7 @@ Response MinionPage(const PageContext& ctx, const std::filesystem::path& databas
                                                   .after = "",
                                                   .only = minion,
                                                   .limit = 1,
+                                                  .auth_since = w.since,
                                                   .timeout = kBudget});
     run = store::ReadLastHighstates(database, {minion}, kBudget).at(0);
   } catch (const store::SqlTimeoutError&) {
@@ -238,8 +240,8 @@ Response MinionPage(const PageContext& ctx, const std::filesystem::path& databas
           Html::Literal("</td></tr><tr><th>Missing</th><td class=\"num\">") +
           Escape(std::to_string(record.missing)) +
           Html::Literal("</td></tr><tr><th>Last seen</th><td>") +
-          (record.last_return ? TimeElement(*record.last_return)
-                              : Html::Literal("<span class=\"muted\">never</span>")) +
+          (record.last_seen ? TimeElement(*record.last_seen)
+                            : Html::Literal("<span class=\"muted\">never</span>")) +
           Html::Literal("</td></tr><tr><th>Last highstate</th><td class=\"highstate\">") +
           HighstateCell(ctx, run) + Html::Literal("</td></tr></tbody></table>");
   if (run && !run->failed_ids.empty()) {

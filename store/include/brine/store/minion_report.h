@@ -9,8 +9,10 @@
 // through the jid index, their expected minions (job_minion's primary key)
 // and each one's return (ret's (job_id, minion_id) index), grouped by
 // minion: proportional to the window's (job, expected minion) pairs, never to
-// the store; plus, per minion listed, one descending search of ret_minion
-// (minion_id, job_id) for its newest return. ReadStateRuns is one descending
+// the store; plus each minion's last sign of life as presence reads it
+// (minion_activity.h): per minion of the fleet one descending search of
+// ret_minion (minion_id, job_id), the start events (one per minion) and the
+// salt/auth events since the window's start, through event_tag. ReadStateRuns is one descending
 // search of ret_minion for that minion, joined to job by key. Neither scans
 // ret or event (tests/web_pages_test.cpp checks both plans).
 #pragma once
@@ -34,9 +36,12 @@ struct MinionRecord {
   std::int64_t returned = 0;  // of those, with its return
   std::int64_t failed = 0;    // of those returns, failed (retcode not 0 or success false)
   std::int64_t missing = 0;   // targeted - returned
-  // Arrival of its return to its newest job (any time, not only the window):
-  // the last time it was heard from in the job cache; nullopt: never.
-  std::optional<Micros> last_return;
+  // Its latest sign of life of any kind (any time, not only the window):
+  // its return to its newest job (a find_job reply included), its
+  // salt/minion/<id>/start event, or a salt/auth event naming it that
+  // arrived since MinionReportOptions::auth_since; nullopt: none archived.
+  // The same reading as brine-run manage.up's (presence.h).
+  std::optional<Micros> last_seen;
 };
 
 struct MinionReportOptions {
@@ -48,11 +53,16 @@ struct MinionReportOptions {
   // When not empty: this minion only.
   std::string only;
   std::int64_t limit = 100;  // minions per answer
+  // salt/auth events count towards last_seen from this instant on (the
+  // window's start: the auth events of all history are not indexed by minion).
+  Micros auth_since{};
   std::chrono::milliseconds timeout{5000};
 };
 
 // The minions the window's jobs expected, in name order (bytes), after
-// `after`, at most `limit`. Throws SqlTimeoutError when the budget runs
+// `after`, at most `limit`. With `only`: that minion's record, or when the
+// window's jobs did not expect it but it was seen, zero counts and its
+// last_seen (nothing when neither). Throws SqlTimeoutError when the budget runs
 // out, StoreError when the store cannot be read.
 [[nodiscard]] std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
                                                           const MinionReportOptions& options);
