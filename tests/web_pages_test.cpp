@@ -699,7 +699,7 @@ TEST_CASE("web pages: the minion report's queries search indexes and never scan 
     std::string plan;
     brine::store::OpenSqlEngine(database)->Run("EXPLAIN QUERY PLAN " + sql,
                                                {{"jid_min", Value("0")},
-                                                {"jid_max", Value("~")},
+                                                {"jid_end", Value("~")},
                                                 {"after", Value("")},
                                                 {"only", Value("")},
                                                 {"limit", Value(10)},
@@ -732,7 +732,7 @@ TEST_CASE(
   for (std::string sql : brine::store::MinionReportQueries(database)) {
     for (const auto& [name, value] :
          std::vector<std::pair<std::string, std::string>>{{":jid_min", "'0'"},
-                                                          {":jid_max", "'~'"},
+                                                          {":jid_end", "'~'"},
                                                           {":after", "''"},
                                                           {":only", "''"},
                                                           {":limit", "10"},
@@ -973,4 +973,60 @@ TEST_CASE(
     CHECK(later.Find("last_seen")->is_null());
     CHECK_THAT(w.Get("/minions/absent1").body, Catch::Contains("2026-11-26T09:55:00"));
   }
+}
+
+TEST_CASE(
+    "web pages: /minions over a window too big for its budget counts its newest slice and links "
+    "to the rest of the window",
+    "[web][web-pages][minions-partial]") {
+  Site w({.minions_budget = std::chrono::milliseconds(0)});
+  {
+    // A job three hours before the others: outside the newest slice (the last hour).
+    auto s = brine::store::OpenStore(w.database);
+    s->SaveLoad(JidAt(180), brine::ParseJson(R"({"fun":"cmd.run","arg":["w"],"tgt":"web1"})"),
+                std::vector<std::string>{"web1"});
+  }
+  auto web1 = [](const Value& page) {
+    for (const Value& m : page.Find("minions")->as_list()) {
+      if (*m.FindString("minion") == "web1") return m.Find("targeted")->as_int();
+    }
+    return std::int64_t{-1};
+  };
+  const std::string since = "2026-11-26T00:00:00.000000Z";
+  const Value partial = w.Json("/minions?format=json&since=" + since);
+  CHECK_FALSE(partial.Find("complete")->as_bool());
+  CHECK(*partial.FindString("counted_since") == "2026-11-26T09:00:00.000000Z");
+  CHECK(web1(partial) == 17);  // the 17 jobs of 09:00..09:59, not the one of 07:00
+  const HttpReply html = w.Get("/minions?since=" + since);
+  REQUIRE(html.status == 200);
+  CHECK_THAT(html.body, Catch::Contains("<p class=\"partial\" id=\"partial\">The time budget ran "
+                                        "out: counted the jobs since "));
+  const std::string rest =
+      "/minions?since=2026-11-26T00%3A00%3A00.000000Z&amp;until=2026-11-26T08%3A59%3A59.999999Z";
+  CHECK_THAT(html.body, Catch::Contains("<a id=\"continue\" href=\"" + rest + "\">"));
+  std::string target = rest;
+  target.replace(target.find("&amp;"), 5, "&");
+  // Under the same budget the rest is partial again (its own newest hour), and goes on.
+  const Value again = w.Json(target + "&format=json");
+  CHECK_FALSE(again.Find("complete")->as_bool());
+  CHECK(*again.FindString("counted_since") == "2026-11-26T07:59:59.999999Z");
+  // A minion's page says the same.
+  const Value one = w.Json("/minions/web1?format=json&since=" + since);
+  CHECK_FALSE(one.Find("complete")->as_bool());
+  CHECK(one.Find("targeted")->as_int() == 17);
+  // With the default budget the whole window is counted.
+  Site whole;
+  {
+    auto s = brine::store::OpenStore(whole.database);
+    s->SaveLoad(JidAt(180), brine::ParseJson(R"({"fun":"cmd.run","arg":["w"],"tgt":"web1"})"),
+                std::vector<std::string>{"web1"});
+  }
+  const Value all = whole.Json("/minions?format=json&since=" + since);
+  CHECK(all.Find("complete")->as_bool());
+  CHECK(*all.FindString("counted_since") == since);
+  CHECK(web1(all) == 18);
+  // The rest of the window that the partial page linked to: the job of 07:00 alone.
+  const Value before = whole.Json(target + "&format=json");
+  CHECK(before.Find("complete")->as_bool());
+  CHECK(web1(before) == 1);
 }

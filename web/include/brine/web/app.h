@@ -55,6 +55,9 @@ class App {
     // The pages' settings (web/src/pages.h).
     std::vector<std::string> hide_functions;          // brine.web_hide_functions
     std::chrono::milliseconds page_budget{2000};      // /jobs's time budget for unindexed filters
+    // /minions: older slices of the window are read until this much time has
+    // gone (the page's whole budget is 5 s); then a partial page.
+    std::chrono::milliseconds minions_budget{3000};
     std::chrono::seconds active_window{300};          // brine.active_window_s, for /active
   };
   explicit App(Options options);
