@@ -20,6 +20,7 @@
 #include "support/http_client.h"
 #include "support/postgres_server.h"
 #include "support/temp_dir.h"
+#include "support/web_site.h"
 
 namespace fs = std::filesystem;
 using brine::Value;
@@ -129,32 +130,18 @@ void FillStore(const fs::path& db) {
   batch.Commit();
 }
 
-// App + HttpServer in this process, its clock at kNow.
-struct Site {
-  TempDir dir;
-  brine::FakeClock clock{kNow};
-  std::string token = web::RandomHex(32);
-  std::unique_ptr<web::App> app;
-  std::unique_ptr<web::HttpServer> server;
+// brine-web in this process over FillStore's store, its clock at kNow,
+// logged in; noisy functions test.ping and saltutil.find_job by default.
+struct Site : brine::test::WebSite {
   std::vector<std::pair<std::string, std::string>> session;
-  std::string database;  // what the App reads: a SQLite path or a postgresql:// URI
-  explicit Site(web::App::Options extra = {}) {
-    if (extra.database.empty()) extra.database = dir / "brine.sqlite";
-    database = extra.database.string();
-    FillStore(extra.database);
-    extra.token = token;
-    extra.clock = &clock;
-    if (extra.base_path.empty()) extra.base_path = "/";
-    if (extra.hide_functions.empty()) extra.hide_functions = {"test.ping", "saltutil.find_job"};
-    app = std::make_unique<web::App>(extra);
-    server =
-        std::make_unique<web::HttpServer>(web::HttpServer::Options{.port = 0},
-                                          [this](const web::Request& r) { return app->Handle(r); });
-    HttpReply login = Http(port(), "GET", extra.base_path + "login?token=" + token);
-    REQUIRE(login.status == 303);
-    session = {{"Cookie", "brine_session=" + login.Cookie("brine_session")}};
+  explicit Site(web::App::Options extra = {})
+      : WebSite(kNow, FillStore, WithHidden(std::move(extra))) {
+    session = brine::test::WithSession(Login());
   }
-  int port() const { return server->port(); }
+  static web::App::Options WithHidden(web::App::Options o) {
+    if (o.hide_functions.empty()) o.hide_functions = {"test.ping", "saltutil.find_job"};
+    return o;
+  }
   HttpReply Get(const std::string& target) { return Http(port(), "GET", target, session); }
   Value Json(const std::string& target) {
     const HttpReply r = Get(target);
