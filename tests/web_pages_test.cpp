@@ -760,6 +760,19 @@ void FillSecondMaster(const std::string& db) {
                                 {"retcode", 1}}));
 }
 
+// A Site on SQLite, and one on PostgreSQL when a server can run here.
+std::vector<std::unique_ptr<Site>> OnBothBackends() {
+  std::vector<std::unique_ptr<Site>> sites;
+  sites.push_back(std::make_unique<Site>());
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("PostgreSQL half SKIPPED: " << *why);
+  } else {
+    sites.push_back(std::make_unique<Site>(
+        web::App::Options{.database = brine::test::PostgresServer::Shared().CreateDatabase()}));
+  }
+  return sites;
+}
+
 // `sql` with each `$N` replaced by its bind as a quoted SQL literal, highest N first.
 std::string Inline(const brine::store::JobListingSql& q) {
   std::string sql = q.sql;
@@ -798,14 +811,7 @@ TEST_CASE(
     "web pages: /jobs?master= and the overview's latest failures keep the jobs that master "
     "published, on both backends",
     "[web][web-pages][master]") {
-  std::vector<std::unique_ptr<Site>> sites;
-  sites.push_back(std::make_unique<Site>());
-  if (auto why = brine::test::PostgresServer::Unavailable()) {
-    WARN("PostgreSQL half SKIPPED: " << *why);
-  } else {
-    sites.push_back(std::make_unique<Site>(
-        web::App::Options{.database = brine::test::PostgresServer::Shared().CreateDatabase()}));
-  }
+  std::vector<std::unique_ptr<Site>> sites = OnBothBackends();
   std::vector<std::string> bodies;
   for (auto& site : sites) {
     Site& w = *site;
@@ -903,14 +909,7 @@ TEST_CASE(
     "web pages: a minion's last seen is its latest event of any kind, a salt/auth or start event "
     "after its last return included, on both backends",
     "[web][web-pages][last-seen]") {
-  std::vector<std::unique_ptr<Site>> sites;
-  sites.push_back(std::make_unique<Site>());
-  if (auto why = brine::test::PostgresServer::Unavailable()) {
-    WARN("PostgreSQL half SKIPPED: " << *why);
-  } else {
-    sites.push_back(std::make_unique<Site>(
-        web::App::Options{.database = brine::test::PostgresServer::Shared().CreateDatabase()}));
-  }
+  std::vector<std::unique_ptr<Site>> sites = OnBothBackends();
   for (auto& site : sites) {
     Site& w = *site;
     INFO(w.database);
