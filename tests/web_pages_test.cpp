@@ -2,6 +2,7 @@
 // /jobs with every filter, format and paging step, /active and /failures;
 // hostile minion ids and returns stay text, CSV cells are guarded; and the
 // same JSON from SQLite and PostgreSQL.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <regex>
 #include <string>
@@ -9,6 +10,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/store/job_listing_sql.h"
 #include "brine/store/minion_report.h"
 #include "brine/store/sql.h"
 #include "brine/store/store.h"
@@ -18,6 +20,7 @@
 #include "support/http_client.h"
 #include "support/postgres_server.h"
 #include "support/temp_dir.h"
+#include "support/web_site.h"
 
 namespace fs = std::filesystem;
 using brine::Value;
@@ -127,30 +130,18 @@ void FillStore(const fs::path& db) {
   batch.Commit();
 }
 
-// App + HttpServer in this process, its clock at kNow.
-struct Site {
-  TempDir dir;
-  brine::FakeClock clock{kNow};
-  std::string token = web::RandomHex(32);
-  std::unique_ptr<web::App> app;
-  std::unique_ptr<web::HttpServer> server;
+// brine-web in this process over FillStore's store, its clock at kNow,
+// logged in; noisy functions test.ping and saltutil.find_job by default.
+struct Site : brine::test::WebSite {
   std::vector<std::pair<std::string, std::string>> session;
-  explicit Site(web::App::Options extra = {}) {
-    if (extra.database.empty()) extra.database = dir / "brine.sqlite";
-    FillStore(extra.database);
-    extra.token = token;
-    extra.clock = &clock;
-    if (extra.base_path.empty()) extra.base_path = "/";
-    if (extra.hide_functions.empty()) extra.hide_functions = {"test.ping", "saltutil.find_job"};
-    app = std::make_unique<web::App>(extra);
-    server =
-        std::make_unique<web::HttpServer>(web::HttpServer::Options{.port = 0},
-                                          [this](const web::Request& r) { return app->Handle(r); });
-    HttpReply login = Http(port(), "GET", extra.base_path + "login?token=" + token);
-    REQUIRE(login.status == 303);
-    session = {{"Cookie", "brine_session=" + login.Cookie("brine_session")}};
+  explicit Site(web::App::Options extra = {})
+      : WebSite(kNow, FillStore, WithHidden(std::move(extra))) {
+    session = brine::test::WithSession(Login());
   }
-  int port() const { return server->port(); }
+  static web::App::Options WithHidden(web::App::Options o) {
+    if (o.hide_functions.empty()) o.hide_functions = {"test.ping", "saltutil.find_job"};
+    return o;
+  }
   HttpReply Get(const std::string& target) { return Http(port(), "GET", target, session); }
   Value Json(const std::string& target) {
     const HttpReply r = Get(target);
@@ -695,7 +686,7 @@ TEST_CASE("web pages: the minion report's queries search indexes and never scan 
     std::string plan;
     brine::store::OpenSqlEngine(database)->Run("EXPLAIN QUERY PLAN " + sql,
                                                {{"jid_min", Value("0")},
-                                                {"jid_max", Value("~")},
+                                                {"jid_end", Value("~")},
                                                 {"after", Value("")},
                                                 {"only", Value("")},
                                                 {"limit", Value(10)},
@@ -728,7 +719,7 @@ TEST_CASE(
   for (std::string sql : brine::store::MinionReportQueries(database)) {
     for (const auto& [name, value] :
          std::vector<std::pair<std::string, std::string>>{{":jid_min", "'0'"},
-                                                          {":jid_max", "'~'"},
+                                                          {":jid_end", "'~'"},
                                                           {":after", "''"},
                                                           {":only", "''"},
                                                           {":limit", "10"},
@@ -744,4 +735,284 @@ TEST_CASE(
     CHECK(plan.find("Seq Scan on ret") == std::string::npos);
     CHECK(plan.find("Index") != std::string::npos);
   }
+}
+
+namespace {
+
+// A second master's jobs in `db`: a failed cmd.run (09:50), a test.ping and a
+// job it knows only from a return (a stub: its publishing master unknown).
+void FillSecondMaster(const std::string& db) {
+  auto s = brine::store::OpenStore(db, {.master_id = "master2"});
+  s->SaveLoad(JidAt(10, 7),
+              brine::ParseJson(R"({"fun":"cmd.run","arg":["false"],"tgt":"db2","user":"carol"})"),
+              std::vector<std::string>{"db2"});
+  (void)s->Returner(Value::Map({{"id", "db2"},
+                                {"jid", JidAt(10, 7)},
+                                {"fun", "cmd.run"},
+                                {"return", "no"},
+                                {"retcode", 1}}));
+  s->SaveLoad(JidAt(9, 7), brine::ParseJson(R"({"fun":"test.ping","arg":[],"tgt":"db2"})"),
+              std::vector<std::string>{"db2"});
+  (void)s->Returner(Value::Map({{"id", "db2"},
+                                {"jid", JidAt(8, 7)},
+                                {"fun", "cmd.run"},
+                                {"return", "stub"},
+                                {"retcode", 1}}));
+}
+
+// A Site on SQLite, and one on PostgreSQL when a server can run here.
+std::vector<std::unique_ptr<Site>> OnBothBackends() {
+  std::vector<std::unique_ptr<Site>> sites;
+  sites.push_back(std::make_unique<Site>());
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("PostgreSQL half SKIPPED: " << *why);
+  } else {
+    sites.push_back(std::make_unique<Site>(
+        web::App::Options{.database = brine::test::PostgresServer::Shared().CreateDatabase()}));
+  }
+  return sites;
+}
+
+// `sql` with each `$N` replaced by its bind as a quoted SQL literal, highest N first.
+std::string Inline(const brine::store::JobListingSql& q) {
+  std::string sql = q.sql;
+  for (std::size_t n = q.binds.size(); n >= 1; --n) {
+    const std::string name = "$" + std::to_string(n);
+    std::string literal = "'";
+    for (const char c : q.binds[n - 1])
+      literal += c == '\'' ? std::string("''") : std::string(1, c);
+    literal += "'";
+    for (auto at = sql.find(name); at != std::string::npos;
+         at = sql.find(name, at + literal.size()))
+      sql.replace(at, name.size(), literal);
+  }
+  return sql;
+}
+
+// The filters brine-web's master filter reads with: /jobs's default page of a
+// window, and the overview's latest failures of a day.
+std::vector<brine::store::JobFilter> MasterFilters() {
+  return {{.jid_min = JidAt(120),
+           .jid_max = JidAt(0) + "~",
+           .exclude_functions = {"test.ping", "saltutil.find_job"},
+           .limit = 50,
+           .master = "master2",
+           .with_counts = true},
+          {.jid_min = JidAt(24 * 60),
+           .has_failures = true,
+           .limit = 10,
+           .master = "master2",
+           .with_counts = true}};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "web pages: /jobs?master= and the overview's latest failures keep the jobs that master "
+    "published, on both backends",
+    "[web][web-pages][master]") {
+  std::vector<std::unique_ptr<Site>> sites = OnBothBackends();
+  std::vector<std::string> bodies;
+  for (auto& site : sites) {
+    Site& w = *site;
+    FillSecondMaster(w.database);
+    const std::vector<std::string> second = Jids(w.Json("/jobs?format=json&master=master2"));
+    CHECK(second == std::vector<std::string>{JidAt(10, 7)});  // test.ping hidden, the stub unknown
+    CHECK(Jids(w.Json("/jobs?format=json&master=master2&hidden=show")) ==
+          std::vector<std::string>{JidAt(9, 7), JidAt(10, 7)});
+    const std::vector<std::string> first =
+        Jids(w.Json("/jobs?format=json&master=master1&limit=500"));
+    CHECK(first.size() == 15);  // every job of FillStore but the 3 hidden test.ping
+    CHECK(std::find(first.begin(), first.end(), JidAt(10, 7)) == first.end());
+    CHECK(std::find(first.begin(), first.end(), JidAt(8, 7)) == first.end());
+    // Without the filter the stub is listed: it is only its master that is unknown.
+    const std::vector<std::string> all = Jids(w.Json("/jobs?format=json&limit=500"));
+    CHECK(std::find(all.begin(), all.end(), JidAt(8, 7)) != all.end());
+    CHECK(Jids(w.Json("/jobs?format=json&master=nobody")).empty());
+    // The overview's latest failures follow its master filter, and link to that master's.
+    const Value overview = w.Json("/?format=json&master=master2");
+    CHECK(Jids(Value::Map({{"jobs", *overview.Find("latest_failures")}})) ==
+          std::vector<std::string>{JidAt(10, 7)});
+    const Value overview1 = w.Json("/?format=json&master=master1");
+    CHECK(Jids(Value::Map({{"jobs", *overview1.Find("latest_failures")}})) ==
+          std::vector<std::string>{JidAt(30), JidAt(60)});
+    CHECK_THAT(w.Get("/?master=master2").body,
+               Catch::Contains("href=\"/jobs?failed=yes&amp;hidden=show&amp;master=master2\""));
+    const HttpReply html = w.Get("/jobs?master=master2");
+    REQUIRE(html.status == 200);
+    CHECK_THAT(html.body, Catch::Contains("<input name=\"master\" value=\"master2\""));
+    bodies.push_back(w.Get("/jobs?format=json&master=master2&hidden=show").body + "\n" +
+                     w.Get("/jobs?format=csv&master=master1").body);
+  }
+  if (bodies.size() == 2) CHECK(bodies[0] == bodies[1]);
+}
+
+TEST_CASE(
+    "web pages: a master filter reads job along its jid range and looks its master up by name, "
+    "on SQLite",
+    "[web][web-pages][master][plan]") {
+  Site w;
+  const std::string database = (w.dir / "brine.sqlite").string();
+  FillSecondMaster(database);
+  {
+    auto s = brine::store::OpenStore(database);
+    REQUIRE(s->Maintenance() != nullptr);
+    s->Maintenance()->RefreshStatistics();
+  }
+  for (const brine::store::JobFilter& f : MasterFilters()) {
+    const brine::store::JobListingSql q = brine::store::JobListingQuery(database, f);
+    std::string plan;
+    brine::store::OpenSqlEngine(database)->Run("EXPLAIN QUERY PLAN " + Inline(q), {}, {},
+                                               [&](brine::store::SqlResult&& r) {
+                                                 for (const auto& row : r.rows)
+                                                   plan += row.back().as_string() + "\n";
+                                               });
+    INFO(Inline(q) << "\n" << plan);
+    CHECK_THAT(q.sql, Catch::Contains("master_id = (SELECT id FROM master WHERE name = $"));
+    CHECK(plan.find("SCAN job") == std::string::npos);
+    CHECK_THAT(plan,
+               Catch::Contains("SEARCH job USING INDEX sqlite_autoindex_job_1 (jid>? AND jid<?)") ||
+                   Catch::Contains("SEARCH job USING INDEX sqlite_autoindex_job_1 (jid>?)"));
+    CHECK_THAT(plan, Catch::Contains(
+                         "SEARCH master USING COVERING INDEX sqlite_autoindex_master_1 (name=?)"));
+    CHECK(plan.find("SCAN ret") == std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "web pages: on PostgreSQL a master filter reads job through its jid index, never a scan of "
+    "job",
+    "[web][web-pages][master][plan][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("SKIPPED: " << *why);
+    return;
+  }
+  const std::string database = brine::test::PostgresServer::Shared().CreateDatabase();
+  Site pg({.database = database});
+  FillSecondMaster(database);
+  for (const brine::store::JobFilter& f : MasterFilters()) {
+    const std::string sql = Inline(brine::store::JobListingQuery(database, f));
+    const std::string plan = brine::test::PostgresServer::Shared().Query(
+        database, "SET enable_seqscan = off; EXPLAIN " + sql);
+    INFO(sql << "\n" << plan);
+    CHECK(plan.find("Seq Scan on job") == std::string::npos);
+    // Walked backward under the LIMIT, or as a bitmap of the range: job's rows
+    // come from the jid index only, and master_id is a filter on them.
+    CHECK_THAT(plan, Catch::Contains("Index Scan Backward using job_jid_key on job") ||
+                         Catch::Contains("Bitmap Index Scan on job_jid_key"));
+    CHECK_THAT(plan, Catch::Contains("(master_id = $"));
+    CHECK_THAT(plan, Catch::Contains("using master_name_key on master"));
+  }
+}
+
+TEST_CASE(
+    "web pages: a minion's last seen is its latest event of any kind, a salt/auth or start event "
+    "after its last return included, on both backends",
+    "[web][web-pages][last-seen]") {
+  std::vector<std::unique_ptr<Site>> sites = OnBothBackends();
+  for (auto& site : sites) {
+    Site& w = *site;
+    INFO(w.database);
+    {
+      auto s = brine::store::OpenStore(w.database);
+      // absent1 never returned (targeted at 09:00): its only recent event is a
+      // salt/auth at 09:55; a rejected one at 09:58 is no sign of life. web2
+      // never returned either: its minion start at 09:57. ghost was never
+      // targeted: an accepted salt/auth at 09:56.
+      using brine::ParseJson;
+      using std::chrono::minutes;
+      std::vector<brine::store::Event> events{
+          {.tag = "salt/auth",
+           .data = ParseJson(R"({"id":"absent1","act":"accept","result":true})"),
+           .received = kNow - minutes(5)},
+          {.tag = "salt/auth",
+           .data = ParseJson(R"({"id":"ghost","act":"accept","result":true})"),
+           .received = kNow - minutes(4)},
+          {.tag = "salt/minion/web2/start",
+           .data = ParseJson(R"({"cmd":"_minion_event"})"),
+           .received = kNow - minutes(3)},
+          {.tag = "salt/auth",
+           .data = ParseJson(R"({"id":"absent1","act":"reject","result":false})"),
+           .received = kNow - minutes(2)},
+      };
+      s->EventReturn(events);
+    }
+    const Value v = w.Json("/minions?format=json");
+    auto seen = [&](const std::string& name) -> std::string {
+      for (const Value& m : v.Find("minions")->as_list()) {
+        if (*m.FindString("minion") == name)
+          return m.Find("last_seen")->is_null() ? "null" : *m.FindString("last_seen");
+      }
+      return "not listed";
+    };
+    CHECK(seen("absent1") == "2026-11-26T09:55:00.000000Z");
+    CHECK(seen("web2") == "2026-11-26T09:57:00.000000Z");
+    CHECK(seen("ghost") == "not listed");  // no job of the window expected it
+    CHECK(*w.Json("/minions/absent1?format=json").FindString("last_seen") ==
+          "2026-11-26T09:55:00.000000Z");
+    const Value ghost = w.Json("/minions/ghost?format=json");
+    CHECK(ghost.Find("targeted")->as_int() == 0);
+    CHECK(*ghost.FindString("last_seen") == "2026-11-26T09:56:00.000000Z");
+    // A salt/auth before the window's start is not read: ghost's of 09:56 is
+    // before a window from 09:56:30.
+    const Value later = w.Json("/minions/ghost?format=json&since=2026-11-26%2009:56:30");
+    CHECK(later.Find("last_seen")->is_null());
+    CHECK_THAT(w.Get("/minions/absent1").body, Catch::Contains("2026-11-26T09:55:00"));
+  }
+}
+
+TEST_CASE(
+    "web pages: /minions over a window too big for its budget counts its newest slice and links "
+    "to the rest of the window",
+    "[web][web-pages][minions-partial]") {
+  Site w({.minions_budget = std::chrono::milliseconds(0)});
+  {
+    // A job three hours before the others: outside the newest slice (the last hour).
+    auto s = brine::store::OpenStore(w.database);
+    s->SaveLoad(JidAt(180), brine::ParseJson(R"({"fun":"cmd.run","arg":["w"],"tgt":"web1"})"),
+                std::vector<std::string>{"web1"});
+  }
+  auto web1 = [](const Value& page) {
+    for (const Value& m : page.Find("minions")->as_list()) {
+      if (*m.FindString("minion") == "web1") return m.Find("targeted")->as_int();
+    }
+    return std::int64_t{-1};
+  };
+  const std::string since = "2026-11-26T00:00:00.000000Z";
+  const Value partial = w.Json("/minions?format=json&since=" + since);
+  CHECK_FALSE(partial.Find("complete")->as_bool());
+  CHECK(*partial.FindString("counted_since") == "2026-11-26T09:00:00.000000Z");
+  CHECK(web1(partial) == 17);  // the 17 jobs of 09:00..09:59, not the one of 07:00
+  const HttpReply html = w.Get("/minions?since=" + since);
+  REQUIRE(html.status == 200);
+  CHECK_THAT(html.body, Catch::Contains("<p class=\"partial\" id=\"partial\">The time budget ran "
+                                        "out: counted the jobs since "));
+  const std::string rest =
+      "/minions?since=2026-11-26T00%3A00%3A00.000000Z&amp;until=2026-11-26T08%3A59%3A59.999999Z";
+  CHECK_THAT(html.body, Catch::Contains("<a id=\"continue\" href=\"" + rest + "\">"));
+  std::string target = rest;
+  target.replace(target.find("&amp;"), 5, "&");
+  // Under the same budget the rest is partial again (its own newest hour), and goes on.
+  const Value again = w.Json(target + "&format=json");
+  CHECK_FALSE(again.Find("complete")->as_bool());
+  CHECK(*again.FindString("counted_since") == "2026-11-26T07:59:59.999999Z");
+  // A minion's page says the same.
+  const Value one = w.Json("/minions/web1?format=json&since=" + since);
+  CHECK_FALSE(one.Find("complete")->as_bool());
+  CHECK(one.Find("targeted")->as_int() == 17);
+  // With the default budget the whole window is counted.
+  Site whole;
+  {
+    auto s = brine::store::OpenStore(whole.database);
+    s->SaveLoad(JidAt(180), brine::ParseJson(R"({"fun":"cmd.run","arg":["w"],"tgt":"web1"})"),
+                std::vector<std::string>{"web1"});
+  }
+  const Value all = whole.Json("/minions?format=json&since=" + since);
+  CHECK(all.Find("complete")->as_bool());
+  CHECK(*all.FindString("counted_since") == since);
+  CHECK(web1(all) == 18);
+  // The rest of the window that the partial page linked to: the job of 07:00 alone.
+  const Value before = whole.Json(target + "&format=json");
+  CHECK(before.Find("complete")->as_bool());
+  CHECK(web1(before) == 1);
 }

@@ -29,6 +29,7 @@
 #include "support/postgres_server.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
+#include "support/web_site.h"
 
 namespace fs = std::filesystem;
 using brine::Value;
@@ -78,35 +79,14 @@ void FillStore(const fs::path& db) {
 }
 
 // App + HttpServer in this process, with a fake clock.
-struct InProcess {
-  TempDir dir;
-  brine::FakeClock clock{brine::FromUnixMicros(1'790'000'000'000'000)};
-  std::string token = web::RandomHex(32);
-  std::unique_ptr<web::App> app;
-  std::unique_ptr<web::HttpServer> server;
+// brine-web in this process over FillStore's store, its clock at a fixed instant.
+struct InProcess : brine::test::WebSite {
   // On a fresh SQLite file, or on `extra.database` (a PostgreSQL URI) when set.
-  explicit InProcess(web::App::Options extra = {}) {
-    if (extra.database.empty()) extra.database = dir / "brine.sqlite";
-    FillStore(extra.database);
-    extra.token = token;
-    extra.clock = &clock;
-    if (extra.base_path.empty()) extra.base_path = "/";
-    app = std::make_unique<web::App>(extra);
-    server = std::make_unique<web::HttpServer>(web::HttpServer::Options{.port = 0},
-                                               [this](const web::Request& r) { return app->Handle(r); });
-  }
-  int port() const { return server->port(); }
-  // Logs in through the URL; returns the session cookie.
-  std::string Login() {
-    HttpReply r = Http(port(), "GET", "/login?token=" + token);
-    REQUIRE(r.status == 303);
-    return r.Cookie("brine_session");
-  }
+  explicit InProcess(web::App::Options extra = {})
+      : WebSite(brine::FromUnixMicros(1'790'000'000'000'000), FillStore, std::move(extra)) {}
 };
 
-std::vector<std::pair<std::string, std::string>> WithSession(const std::string& id) {
-  return {{"Cookie", "brine_session=" + id}};
-}
+using brine::test::WithSession;
 
 }  // namespace
 

@@ -39,10 +39,18 @@ std::vector<ActiveJob> FindActiveJobs(Store& store, Micros now, std::chrono::sec
   }
   std::set<std::string> candidates;
   for (const auto& [jid, _] : pids) candidates.insert(jid);
+  // The window's other jobs, only those with an expected minion that has not
+  // returned: the counts come from the index (job_minion's key, ret's
+  // (job_id, minion_id)) and no load is parsed (json_text), so a job that
+  // every minion answered costs no read of its load or returns.
   JobFilter young;
   young.jid_min = since;
   young.exclude_functions = {"saltutil.find_job"};
-  for (const auto& job : store.GetJids(young)) candidates.insert(job.jid);
+  young.json_text = true;
+  young.with_counts = true;
+  store.ForEachJob(young, [&](JobRecord&& job) {
+    if (job.counts && job.counts->missing > 0) candidates.insert(std::move(job.jid));
+  });
 
   std::vector<ActiveJob> out;
   for (const std::string& jid : candidates) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <exception>
 
+#include "brine/core/database.h"
 #include "brine/core/glob.h"
 #include "brine/core/json.h"
 
@@ -56,12 +57,71 @@ std::string LikeEscape(std::string_view text) {
   return out;
 }
 
+JobRowsSql BuildJobRowsSql(const JobPushdown& pushdown, std::string_view failed_return) {
+  JobRowsSql out;
+  std::string& sql = out.sql;
+  auto bind = [&](std::string v) {
+    out.binds.push_back(std::move(v));
+    return "$" + std::to_string(out.binds.size());
+  };
+  const std::string failed(failed_return);
+  sql = "SELECT jid, fun, load, metadata, endtime";
+  if (pushdown.counts) {
+    sql += std::string(", (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id),"
+                       " (SELECT count(*) FROM ret WHERE ret.job_id = job.id),"
+                       " (SELECT count(*) FROM ret WHERE ret.job_id = job.id AND ") + failed + "),"
+           " (SELECT count(*) FROM job_minion AS jm WHERE jm.job_id = job.id AND NOT EXISTS"
+           " (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = jm.minion_id))";
+  }
+  sql += " FROM job WHERE load IS NOT NULL";
+  if (pushdown.jid_min) sql += " AND jid >= " + bind(*pushdown.jid_min);
+  if (pushdown.jid_max) sql += " AND jid <= " + bind(*pushdown.jid_max);
+  if (pushdown.jid_before) sql += " AND jid < " + bind(*pushdown.jid_before);
+  if (pushdown.minion) {
+    sql += " AND EXISTS (SELECT 1 FROM minion AS m WHERE m.name = " + bind(*pushdown.minion) +
+           " AND (EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = job.id AND jm.minion_id = m.id)"
+           " OR EXISTS (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ret.minion_id = m.id)))";
+  }
+  // One lookup of the master's row by its unique name, then a comparison per
+  // row of the jid range: no index on job.master_id is needed.
+  if (pushdown.master) sql += " AND master_id = (SELECT id FROM master WHERE name = " + bind(*pushdown.master) + ")";
+  if (!pushdown.fun_in.empty()) {
+    // Plain names use the (fun, jid) index.
+    sql += " AND fun IN (";
+    for (std::size_t i = 0; i < pushdown.fun_in.size(); ++i) sql += (i == 0 ? "" : ", ") + bind(pushdown.fun_in[i]);
+    sql += ")";
+  }
+  if (!pushdown.fun_patterns.empty()) {
+    // LIKE ignores ASCII case on SQLite: more rows, never fewer (JobQuery re-checks).
+    sql += " AND (";
+    for (std::size_t i = 0; i < pushdown.fun_patterns.size(); ++i) {
+      const JobPushdown::FunPattern& f = pushdown.fun_patterns[i];
+      sql += i == 0 ? "" : " OR ";
+      sql += f.prefix ? "fun LIKE " + bind(LikeEscape(f.text) + "%") + " ESCAPE '\\'" : "fun = " + bind(f.text);
+    }
+    sql += ")";
+  }
+  for (const std::string& f : pushdown.exclude_functions) sql += " AND fun IS DISTINCT FROM " + bind(f);
+  if (pushdown.has_returns) {
+    sql += *pushdown.has_returns ? " AND EXISTS" : " AND NOT EXISTS";
+    sql += " (SELECT 1 FROM ret WHERE ret.job_id = job.id)";
+  }
+  if (pushdown.has_failures) {
+    sql += *pushdown.has_failures ? " AND EXISTS" : " AND NOT EXISTS";
+    sql += std::string(" (SELECT 1 FROM ret WHERE ret.job_id = job.id AND ") + failed + ")";
+  }
+  sql += pushdown.newest_first ? " ORDER BY jid DESC" : " ORDER BY jid";
+  if (pushdown.limit) sql += " LIMIT " + std::to_string(*pushdown.limit);
+  return out;
+}
+
 JobPushdown PushdownOf(const JobFilter& filter) {
   JobPushdown p;
   p.jid_min = filter.jid_min;
   p.jid_max = filter.jid_max;
   p.jid_before = filter.jid_before;
   p.minion = filter.minion;
+  p.master = filter.master;
   if (AllLiteral(filter.function_globs)) {
     p.fun_in = filter.function_globs;
   } else {
@@ -158,3 +218,13 @@ JobPage RunJobQuery(const JobFilter& filter, const JobRowSource& source, const s
 }
 
 }  // namespace brine::store::detail
+
+namespace brine::store {
+
+JobListingSql JobListingQuery(const std::string& database, const JobFilter& filter) {
+  return detail::BuildJobRowsSql(detail::PushdownOf(filter), IsServerDatabaseUri(database)
+                                                                 ? detail::kPostgresFailedReturn
+                                                                 : detail::kSqliteFailedReturn);
+}
+
+}  // namespace brine::store

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "brine/store/job_listing_sql.h"
 #include "brine/store/store.h"
 
 namespace brine::store::detail {
@@ -26,6 +27,8 @@ struct JobPushdown {
   std::optional<std::string> jid_before;  // jid < (exclusive)
   // When set: the job expected this minion or holds a return from it.
   std::optional<std::string> minion;
+  // When set: the job was published by the master of this name.
+  std::optional<std::string> master;
   // When not empty: `fun IN (...)`, these exact names.
   std::vector<std::string> fun_in;
   // When not empty: `fun = p OR fun LIKE p'%'` for any entry, with LIKE's
@@ -65,22 +68,16 @@ using JobRowSource = std::function<void(const JobPushdown& pushdown, const std::
 // (write `LIKE ? ESCAPE '\'`): `%`, `_` and `\` are escaped.
 [[nodiscard]] std::string LikeEscape(std::string_view text);
 
-// What the two SQL dialects spell differently in a pushdown's statement.
-struct SqlDialect {
-  std::string (*placeholder)(std::size_t n);  // the n-th parameter (1-based): "?" or "$n"
-  std::string_view false_literal;             // "0" or "false"
-  std::string_view null_safe_not_equal;       // "IS NOT" or "IS DISTINCT FROM"
-};
-
-// The SELECT a backend runs for `pushdown`: columns jid, fun, load, metadata,
-// endtime and, with pushdown.counts, expected, returned, failed and missing;
-// `binds` are the text parameters in order. Both backends run this text, so
-// a pushdown means the same rows on either.
-struct JobRowsSql {
-  std::string sql;
-  std::vector<std::string> binds;
-};
-[[nodiscard]] JobRowsSql BuildJobRowsSql(const JobPushdown& pushdown, const SqlDialect& dialect);
+// The one SELECT both backends run for `pushdown` (JobListingSql's form,
+// job_listing_sql.h). The columns: jid, fun, load, metadata, endtime, then with `counts` expected,
+// returned, failed, missing. `failed_return` is the one part each dialect
+// spells its own way, a failed return of `ret` as its partial index on
+// failed returns is written, so the planner can use it (SQLite:
+// kSqliteFailedReturn; PostgreSQL: kPostgresFailedReturn).
+using JobRowsSql = JobListingSql;
+inline constexpr std::string_view kSqliteFailedReturn = "(ret.retcode <> 0 OR ret.success = 0)";
+inline constexpr std::string_view kPostgresFailedReturn = "(ret.retcode <> 0 OR ret.success = false)";
+[[nodiscard]] JobRowsSql BuildJobRowsSql(const JobPushdown& pushdown, std::string_view failed_return);
 
 // Store::ForEachJob over `source`: `fn` sees each record in jid order.
 // Exceptions from `fn` propagate untranslated once the read is over.

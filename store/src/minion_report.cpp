@@ -3,10 +3,13 @@
 #include "brine/store/minion_report.h"
 
 #include <algorithm>
+#include <map>
 
 #include "brine/core/database.h"
+#include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/sql.h"
+#include "minion_activity.h"
 
 namespace brine::store {
 namespace {
@@ -16,8 +19,8 @@ struct Dialect {
   // (migration 0008): no return row is read, 2.6 times faster than reading
   // retcode and success from each return (3,000 jobs x 200 minions: 0.31 s
   // against 0.80 s).
-  // :jid_min, :jid_max, :after, :only, :limit. Columns: name, targeted,
-  // returned, failed, the newest return's arrival (µs or NULL).
+  // :jid_min (inclusive), :jid_end (exclusive), :after, :only, :limit.
+  // Columns: name, targeted, returned, failed.
   const char* records;
   // :minion, :look_back. Columns: jid, fun, load, arrival (µs).
   const char* state_jobs;
@@ -33,9 +36,7 @@ constexpr const char* kOneReturn =
 
 constexpr Dialect kSqlite = {
     .records =
-        "SELECT m.name, count(*), count(r.id), count(f.id),"
-        " (SELECT l.recv_us FROM ret AS l WHERE l.minion_id = m.id"
-        "  ORDER BY l.job_id DESC LIMIT 1)"
+        "SELECT m.name, count(*), count(r.id), count(f.id)"
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
@@ -44,7 +45,7 @@ constexpr Dialect kSqlite = {
         " LEFT JOIN ret AS f INDEXED BY ret_failed_job"
         "  ON f.job_id = jm.job_id AND f.minion_id = jm.minion_id"
         "  AND (f.retcode <> 0 OR f.success = 0)"
-        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max"
+        " WHERE j.jid >= :jid_min AND j.jid < :jid_end"
         " AND m.name > :after AND (:only = '' OR m.name = :only)"
         " GROUP BY m.id, m.name ORDER BY m.name LIMIT :limit",
     .state_jobs =
@@ -59,14 +60,12 @@ constexpr Dialect kSqlite = {
 constexpr Dialect kPostgres = {
     .records =
         "SELECT m.name, count(*), count(r.id),"
-        " count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success),"
-        " (SELECT (extract(epoch FROM l.recv) * 1000000)::bigint FROM ret AS l"
-        "  WHERE l.minion_id = m.id ORDER BY l.job_id DESC LIMIT 1)"
+        " count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success)"
         " FROM job AS j"
         " JOIN job_minion AS jm ON jm.job_id = j.id"
         " JOIN minion AS m ON m.id = jm.minion_id"
         " LEFT JOIN ret AS r ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
-        " WHERE j.jid >= :jid_min AND j.jid <= :jid_max"
+        " WHERE j.jid >= :jid_min AND j.jid < :jid_end"
         " AND m.name COLLATE \"C\" > :after AND (:only = '' OR m.name = :only)"
         " GROUP BY m.id, m.name ORDER BY m.name COLLATE \"C\" LIMIT :limit",
     .state_jobs =
@@ -175,25 +174,74 @@ std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d,
 
 }  // namespace
 
-std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
-                                            const MinionReportOptions& options) {
+MinionRecords ReadMinionRecords(const std::string& database, const MinionReportOptions& options) {
   const auto engine = OpenSqlEngine(database);
-  const auto rows = Rows(*engine, DialectOf(database).records,
-                         {{"jid_min", Value(options.jid_min)},
-                          {"jid_max", Value(options.jid_max)},
-                          {"after", Value(options.after)},
-                          {"only", Value(options.only)},
-                          {"limit", Value(options.limit)}},
-                         options.timeout);
-  std::vector<MinionRecord> out;
-  for (const auto& row : rows) {
-    MinionRecord r{.minion = row[0].as_string(),
-                   .targeted = IntOf(row[1]),
-                   .returned = IntOf(row[2]),
-                   .failed = IntOf(row[3]),
-                   .last_return = TimeOf(row[4])};
+  const auto started = std::chrono::steady_clock::now();
+  const auto deadline = started + options.timeout;
+  const auto slices_deadline = std::min(deadline, started + options.slices_budget);
+  MinionRecords out;
+  // Per slice the names after `after`, at most `limit`: a name among the
+  // first `limit` of the whole window is among the first `limit` of every
+  // slice that holds it, so merging the slices loses no count.
+  std::map<std::string, MinionRecord> merged;  // std::string orders bytes as unsigned
+  std::string jid_end = options.until ? FormatJid(*options.until) + "~" : "~";
+  Micros edge = options.until.value_or(options.now);
+  std::chrono::microseconds width = std::chrono::hours(1);
+  for (bool newest = true;; newest = false) {
+    if (!newest && std::chrono::steady_clock::now() >= slices_deadline) {
+      out.complete = false;
+      break;
+    }
+    const Micros from = std::max(options.since, edge - width);
+    const std::string jid_min = FormatJid(from);
+    std::vector<std::vector<Value>> rows;
+    try {
+      rows = Rows(*engine, DialectOf(database).records,
+                  {{"jid_min", Value(jid_min)},
+                   {"jid_end", Value(jid_end)},
+                   {"after", Value(options.after)},
+                   {"only", Value(options.only)},
+                   {"limit", Value(options.limit)}},
+                  newest ? Left(deadline) : Left(slices_deadline));
+    } catch (const SqlTimeoutError&) {
+      if (newest) throw;
+      out.complete = false;
+      break;
+    }
+    for (const auto& row : rows) {
+      MinionRecord& r = merged[row[0].as_string()];
+      r.minion = row[0].as_string();
+      r.targeted += IntOf(row[1]);
+      r.returned += IntOf(row[2]);
+      r.failed += IntOf(row[3]);
+    }
+    out.counted_since = from;
+    if (from <= options.since) break;
+    jid_end = jid_min;
+    edge = from;
+    width *= 2;
+  }
+  for (auto& [name, r] : merged) {
+    if (static_cast<std::int64_t>(out.minions.size()) >= options.limit) break;
     r.missing = r.targeted - r.returned;
-    out.push_back(std::move(r));
+    out.minions.push_back(std::move(r));
+  }
+  std::map<std::string, std::optional<std::int64_t>> seen;
+  if (!out.minions.empty() || !options.only.empty()) {
+    seen = detail::ReadMinionActivity(
+        database, ToUnixMicros(options.since), [&](const char* sql, const ValueMap& params) {
+          if (std::chrono::steady_clock::now() >= deadline)
+            throw SqlTimeoutError("minion report: the read ran out of its time budget");
+          return Rows(*engine, sql, params, Left(deadline));
+        });
+  }
+  for (MinionRecord& r : out.minions) {
+    if (const auto at = seen.find(r.minion); at != seen.end() && at->second)
+      r.last_seen = FromUnixMicros(*at->second);
+  }
+  if (out.minions.empty() && !options.only.empty()) {
+    if (const auto at = seen.find(options.only); at != seen.end() && at->second)
+      out.minions.push_back({.minion = options.only, .last_seen = FromUnixMicros(*at->second)});
   }
   return out;
 }

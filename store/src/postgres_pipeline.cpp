@@ -96,7 +96,8 @@ void PostgresBackend::WaitLoad(PendingLoad load) {
 // The waiting load writes, as one UPDATE joined to arrays, appended to the
 // deferred writes (so before any later write of those rows). Each row's
 // condition is the one its own statement had: a stub only over no load,
-// and nothing but Salt's own save_load over Salt's own save_load.
+// and nothing but Salt's own save_load over Salt's own save_load. A
+// publication (not a stub) records this master as the job's (0009_job_master).
 void PostgresBackend::SendLoads() {
   if (pending_loads_.empty()) return;
   ArrayText id, load, fun, kind, metadata, user, ask, stub;
@@ -113,12 +114,13 @@ void PostgresBackend::SendLoads() {
   deferred_.push_back(
       {"UPDATE job SET load = v.load, fun = v.fun, load_kind = v.kind, metadata = coalesce(job.metadata, v.metadata),"
        " stub_minions = job.stub_minions OR v.stub,"
+       " master_id = CASE WHEN v.stub THEN job.master_id ELSE $9::bigint END,"
        " load_user = CASE WHEN v.ask THEN brine_load_field(v.load, 'user') ELSE v.usr END"
        " FROM unnest($1::bigint[], $2::text[], $3::text[], $4::smallint[], $5::text[], $6::text[], $7::boolean[],"
        " $8::boolean[]) AS v (id, load, fun, kind, metadata, usr, ask, stub)"
        " WHERE job.id = v.id AND CASE WHEN v.stub THEN job.load_kind = 0 ELSE job.load_kind <> 3 OR v.kind = 3 END",
        {O(id.Take()), O(load.Take()), O(fun.Take()), O(kind.Take()), O(metadata.Take()), O(user.Take()),
-        O(ask.Take()), O(stub.Take())},
+        O(ask.Take()), O(stub.Take()), O(Int(master_row_))},
        true});
   pending_loads_.clear();
   waiting_load_jobs_.clear();

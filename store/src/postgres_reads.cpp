@@ -97,10 +97,7 @@ void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::Ret
 
 void PostgresBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Guard("get_jids", Op::kRead, [&] {
-    static constexpr SqlDialect kPostgres{.placeholder = [](std::size_t n) { return "$" + std::to_string(n); },
-                                          .false_literal = "false",
-                                          .null_safe_not_equal = "IS DISTINCT FROM"};
-    const JobRowsSql built = BuildJobRowsSql(pushdown, kPostgres);
+    const JobRowsSql built = BuildJobRowsSql(pushdown, kPostgresFailedReturn);
     std::vector<PgParam> params;
     for (const std::string& b : built.binds) params.push_back(P(b));
     Db().StartRows(built.sql, params);

@@ -13,24 +13,15 @@
 
 #include "brine/core/json.h"
 #include "brine/store/sql.h"
+#include "minion_activity.h"
 #include "postgres_connection.h"
 
 namespace brine::store {
 namespace {
 
-// The SQL of one dialect. Parameters: :cut (µs since the epoch, the window's
-// start), :after (the id of the present event the changes follow).
+// The SQL of one dialect beyond the signs of life (minion_activity.h).
+// Parameter: :after (the id of the present event the changes follow).
 struct Dialect {
-  // Every minion the job cache names, with the arrival (µs) of its return to
-  // its newest job (NULL: it never returned). One descending search of
-  // ret_minion (minion_id, job_id) per minion: a find_job reply or any later
-  // job's return is newer by job id.
-  const char* minions;
-  // Minions named by a salt/auth event of the window: event_tag's range.
-  const char* auth;
-  // Every archived salt/minion/<id>/start event, newest per minion: the
-  // `salt/minion/` range of event_tag (one event per minion start kept).
-  const char* starts;
   // The newest salt/presence/present: its id, arrival (µs) and data.
   const char* present;
   // The salt/presence/change events after it, oldest first.
@@ -38,13 +29,6 @@ struct Dialect {
 };
 
 constexpr Dialect kSqlite = {
-    .minions = "SELECT m.name, (SELECT r.recv_us FROM ret AS r WHERE r.minion_id = m.id"
-               " ORDER BY r.job_id DESC LIMIT 1) FROM minion AS m",
-    .auth = "SELECT DISTINCT json_extract(data, '$.id') FROM event WHERE tag = 'salt/auth' AND id >= :cut"
-            " AND json_type(data, '$.id') = 'text'"
-            " AND coalesce(json_extract(data, '$.act'), 'accept') = 'accept'",
-    .starts = "SELECT substr(tag, 13, length(tag) - 18), max(id) FROM event"
-              " WHERE tag GLOB 'salt/minion/?*/start' GROUP BY tag",
     .present = "SELECT id, id, data FROM event WHERE tag = 'salt/presence/present' ORDER BY id DESC LIMIT 1",
     .changes = "SELECT data FROM event WHERE tag = 'salt/presence/change' AND id > :after ORDER BY id",
 };
@@ -53,14 +37,6 @@ constexpr Dialect kSqlite = {
 // before it) and text_pattern_ops on PostgreSQL: each query keeps
 // `job_id IS NULL` and spells a prefix as LIKE.
 constexpr Dialect kPostgres = {
-    .minions = "SELECT m.name, (SELECT (extract(epoch FROM r.recv) * 1000000)::bigint FROM ret AS r"
-               " WHERE r.minion_id = m.id ORDER BY r.job_id DESC LIMIT 1) FROM minion AS m",
-    .auth = "SELECT DISTINCT d ->> 'id' FROM (SELECT brine_jsonb(data) AS d FROM event"
-            " WHERE tag = 'salt/auth' AND job_id IS NULL AND received >= to_timestamp(:cut / 1000000.0)) AS a"
-            " WHERE jsonb_typeof(d -> 'id') = 'string' AND coalesce(d ->> 'act', 'accept') = 'accept'",
-    .starts = "SELECT substr(tag, 13, length(tag) - 18), (extract(epoch FROM max(received)) * 1000000)::bigint"
-              " FROM event WHERE tag LIKE 'salt/minion/%' AND tag LIKE '%/start' AND length(tag) > 18"
-              " AND job_id IS NULL GROUP BY tag",
     .present = "SELECT id, (extract(epoch FROM received) * 1000000)::bigint, data FROM event"
                " WHERE tag = 'salt/presence/present' AND job_id IS NULL ORDER BY id DESC LIMIT 1",
     .changes = "SELECT data FROM event WHERE tag = 'salt/presence/change' AND job_id IS NULL AND id > :after"
@@ -128,31 +104,21 @@ Value DataOf(const Value& text) {
 
 std::vector<std::string> PresenceQueries(const std::string& database) {
   const Dialect& d = IsServerDatabaseUri(database) ? kPostgres : kSqlite;
-  return {d.minions, d.auth, d.starts, d.present, d.changes};
+  const detail::ActivityQueries& a = detail::ActivityQueriesOf(database);
+  return {a.returns, a.auth, a.starts, d.present, d.changes};
 }
 
 Presence ReadPresence(const std::string& database, Micros now, const PresenceOptions& options) {
   Reader db(database, options);
   const std::int64_t cut = ToUnixMicros(now) - std::chrono::duration_cast<std::chrono::microseconds>(options.window).count();
-  const ValueMap window{{"cut", Value(static_cast<long long>(cut))}};
 
   // Every minion the store knows, and the newest sign of life of each.
   std::set<std::string> known;
   std::set<std::string> alive;
-  for (const auto& row : db.Rows(db.dialect().minions)) {
-    if (!row[0].is_string()) continue;
-    known.insert(row[0].as_string());
-    if (!row[1].is_null() && IntOf(row[1]) >= cut) alive.insert(row[0].as_string());
-  }
-  for (const auto& row : db.Rows(db.dialect().starts)) {
-    if (!row[0].is_string()) continue;
-    known.insert(row[0].as_string());
-    if (IntOf(row[1]) >= cut) alive.insert(row[0].as_string());
-  }
-  for (const auto& row : db.Rows(db.dialect().auth, window)) {
-    if (!row[0].is_string()) continue;
-    known.insert(row[0].as_string());
-    alive.insert(row[0].as_string());
+  for (const auto& [minion, newest] : detail::ReadMinionActivity(
+           database, cut, [&](const char* sql, const ValueMap& params) { return db.Rows(sql, params); })) {
+    known.insert(minion);
+    if (newest && *newest >= cut) alive.insert(minion);
   }
 
   Presence p;

@@ -148,9 +148,7 @@ void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::Retur
 
 void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Read("get_jids", [&] {
-    static constexpr SqlDialect kSqlite{
-        .placeholder = [](std::size_t) { return std::string("?"); }, .false_literal = "0", .null_safe_not_equal = "IS NOT"};
-    const JobRowsSql built = BuildJobRowsSql(pushdown, kSqlite);
+    const JobRowsSql built = BuildJobRowsSql(pushdown, kSqliteFailedReturn);
     // Prepared with sqlite3's own calls: SQLiteCpp's Column costs a
     // shared_ptr copy per field, and this loop runs once per job listed.
     sqlite3* const handle = db_->getHandle();
@@ -159,6 +157,7 @@ void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::functi
       throw SQLite::Exception(handle, rc);
     }
     const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+    // `$N` is SQLite's parameter N here: numbered in order of first use.
     for (std::size_t i = 0; i < built.binds.size(); ++i) {
       sqlite3_bind_text(raw, static_cast<int>(i + 1), built.binds[i].data(), static_cast<int>(built.binds[i].size()),
                         SQLITE_STATIC);

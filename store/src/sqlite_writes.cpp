@@ -37,19 +37,21 @@ void SqliteBackend::SetNocache(std::int64_t job) {
   q.exec();
 }
 
-// `user` is a generated column here (0004_forensics): members.fun only.
+// `user` is a generated column here (0004_forensics): members.fun only. A
+// publication is this master's: it records master_id (0014_job_master).
 void SqliteBackend::PutLoad(std::int64_t job, const std::string& load_json,
                             const LoadMembers& members, LoadKind kind,
                             const std::optional<std::string>& metadata_json) {
   auto& q = Stmt(
       "UPDATE job SET load = ?, fun = ?, load_kind = ?,"
-      " metadata = coalesce(metadata, ?) WHERE id = ? AND (load_kind <> 3 OR ? = 3)");
+      " metadata = coalesce(metadata, ?), master_id = ? WHERE id = ? AND (load_kind <> 3 OR ? = 3)");
   q.bind(1, load_json);
   BindOptionalText(q, 2, members.fun ? std::optional(*members.fun) : std::nullopt);
   q.bind(3, static_cast<int>(kind));
   BindOptionalText(q, 4, metadata_json);
-  q.bind(5, job);
-  q.bind(6, static_cast<int>(kind));
+  q.bind(5, master_row_);  // the publishing master: this one (0014_job_master)
+  q.bind(6, job);
+  q.bind(7, static_cast<int>(kind));
   q.exec();
 }
 

@@ -79,11 +79,7 @@ Parsed ParseFilter(const Request& request, const JobsPageOptions& options) {
   f.has_failures = YesNo(request, "failed");
   if (const std::string user = request.Query("user"); !user.empty()) f.user = user;
   if (const std::string minion = request.Query("minion"); !minion.empty()) f.minion = minion;
-  if (!request.Query("master").empty()) {
-    throw std::invalid_argument(
-        "master: the store does not record which master published a job; "
-        "filter the overview by master instead");
-  }
+  if (const std::string master = request.Query("master"); !master.empty()) f.master = master;
   p.show_hidden = request.Query("hidden") == "show";
   if (!p.show_hidden) f.exclude_functions = options.hide_functions;
   if (const std::string before = request.Query("before"); !before.empty()) f.jid_before = before;
@@ -125,8 +121,8 @@ Html FilterForm(const PageContext& ctx, const Request& request, bool show_hidden
               field("search_target", "Target", "web*") +
               field("start_time", "From", "2026-11-26 09:00") +
               field("end_time", "Until", "2026-11-26 10:00") + field("user", "User", "root") +
-              field("minion", "Minion", "web1") + choice("returned", "Returned") +
-              choice("failed", "Failed");
+              field("minion", "Minion", "web1") + field("master", "Master", "master1") +
+              choice("returned", "Returned") + choice("failed", "Failed");
   for (const auto& [name, value] : request.query) {
     if (name.starts_with(kMetadataPrefix)) {
       form += Html::Literal("<label>") + Escape(name) + Html::Literal(" <input name=\"") +

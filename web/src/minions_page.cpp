@@ -1,10 +1,12 @@
 // /minions and /minions/<id>: each minion's record over a window of jobs
 // (since/until; the last 24 hours by default): targeted, returned, failed,
-// missing; when it was last heard from (its return to its newest job); and
-// its last highstate (state.highstate, or state.apply without state names)
-// with its succeeded, changed and failed states. Alcali's conformity view,
-// read through store/minion_report.h: the window's jobs by jid, never the
-// whole store, a page of minions at a time (after=<name>), under a budget.
+// missing; when it was last seen (its latest return, start or salt/auth
+// event, as manage.up reads it); and its last highstate (state.highstate, or
+// state.apply without state names) with its succeeded, changed and failed
+// states. Alcali's conformity view, read through store/minion_report.h: the
+// window's jobs by jid, never the whole store, a page of minions at a time
+// (after=<name>), under a budget: newest slices first, and a partial page
+// with a link to the rest of the window when the budget runs out.
 #include <charconv>
 
 #include "brine/core/json.h"
@@ -43,7 +45,7 @@ Value RecordJson(const store::MinionRecord& r, const std::optional<store::StateR
                      {"returned", r.returned},
                      {"failed", r.failed},
                      {"missing", r.missing},
-                     {"last_seen", TimeJson(r.last_return)},
+                     {"last_seen", TimeJson(r.last_seen)},
                      {"last_highstate", HighstateJson(run)}});
 }
 
@@ -76,9 +78,42 @@ Html WindowForm(const PageContext& ctx, const Request& request, const Window& w,
              "\" placeholder=\"now\"></label> <button type=\"submit\">Show</button></form>");
 }
 
+// The report's options for window `w`: newest first, in slices, under the page's budget.
+store::MinionReportOptions ReportOptions(const Window& w, Micros now,
+                                         std::chrono::milliseconds slices_budget) {
+  return {.since = w.since,
+          .until = w.until,
+          .now = now,
+          .timeout = kBudget,
+          .slices_budget = std::min(slices_budget, kBudget)};
+}
+
+// A partial page's note: how far back it counted, and a link to the rest of
+// the window (the same view over [since, counted_since - 1 µs]).
+Html PartialNote(const PageContext& ctx, const Request& request, const Window& w,
+                 const store::MinionRecords& r, const std::string& action) {
+  if (r.complete) return Html();
+  const QueryPairs rest =
+      With(With(ViewOf(request, {"after", "format", "since", "until"}), "since", IsoTime(w.since)),
+           "until", IsoTime(r.counted_since - std::chrono::microseconds(1)));
+  return Html::Literal(
+             "<p class=\"partial\" id=\"partial\">The time budget ran out: counted the jobs "
+             "since ") +
+         TimeElement(r.counted_since) + Html::Literal(" only; <a id=\"continue\" href=\"") +
+         Escape(ctx.base_path + action + QueryString(rest)) +
+         Html::Literal("\">the window's jobs before them</a>.</p>");
+}
+
+// Whether the counts are the whole window's, as the JSON says it.
+void AddCoverage(ValueMap& out, const store::MinionRecords& r) {
+  out.emplace_back("complete", r.complete);
+  out.emplace_back("counted_since", IsoTime(r.counted_since));
+}
+
 Response TooBig(const PageContext& ctx, const std::string& format) {
   const std::string message =
-      "the window holds more jobs than the time budget can read: narrow it (since, until)";
+      "the window's newest hour holds more jobs than the time budget can read: narrow it (since, "
+      "until)";
   if (format == "json" || format == "csv")
     return JsonResponse(503, Value::Map({{"error", message}}));
   return HtmlResponse(503,
@@ -90,7 +125,7 @@ Response TooBig(const PageContext& ctx, const std::string& format) {
 }  // namespace
 
 Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
-                     const Request& request, Micros now) {
+                     const Request& request, Micros now, std::chrono::milliseconds slices_budget) {
   const std::string format = request.Query("format");
   const auto window = WindowOf(request, now);
   if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
@@ -103,18 +138,16 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
                         "limit: expected a number from 1 to " + std::to_string(kMaxLimit));
     }
   }
-  std::vector<store::MinionRecord> records;
+  store::MinionRecords report;
   std::vector<std::optional<store::StateRun>> runs;
   try {
     const auto started = std::chrono::steady_clock::now();
-    records = store::ReadMinionRecords(database, {.jid_min = w.jid_min,
-                                                  .jid_max = w.jid_max,
-                                                  .after = request.Query("after"),
-                                                  .only = "",
-                                                  .limit = limit,
-                                                  .timeout = kBudget});
+    store::MinionReportOptions options = ReportOptions(w, now, slices_budget);
+    options.after = request.Query("after");
+    options.limit = limit;
+    report = store::ReadMinionRecords(database, options);
     std::vector<std::string> names;
-    for (const auto& r : records) names.push_back(r.minion);
+    for (const auto& r : report.minions) names.push_back(r.minion);
     const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
     runs = store::ReadLastHighstates(database, names,
@@ -122,6 +155,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
   } catch (const store::SqlTimeoutError&) {
     return TooBig(ctx, format);
   }
+  const std::vector<store::MinionRecord>& records = report.minions;
   const std::optional<std::string> next = static_cast<std::int64_t>(records.size()) == limit
                                               ? std::optional(records.back().minion)
                                               : std::nullopt;
@@ -130,10 +164,12 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
     ValueList list;
     for (std::size_t i = 0; i < records.size(); ++i)
       list.push_back(RecordJson(records[i], runs[i]));
-    return JsonResponse(200, Value::Map({{"since", IsoTime(w.since)},
-                                         {"until", TimeJson(w.until)},
-                                         {"minions", Value(std::move(list))},
-                                         {"next", next ? Value(*next) : Value()}}));
+    ValueMap out{{"since", IsoTime(w.since)},
+                 {"until", TimeJson(w.until)},
+                 {"minions", Value(std::move(list))},
+                 {"next", next ? Value(*next) : Value()}};
+    AddCoverage(out, report);
+    return JsonResponse(200, Value(std::move(out)));
   }
   if (format == "csv") {
     std::vector<std::vector<Value>> rows;
@@ -145,7 +181,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
         for (const std::string& id : run->failed_ids) ids += (ids.empty() ? "" : " ") + id;
       }
       rows.push_back({Value(r.minion), Value(r.targeted), Value(r.returned), Value(r.failed),
-                      Value(r.missing), TimeJson(r.last_return), run ? Value(run->jid) : Value(),
+                      Value(r.missing), TimeJson(r.last_seen), run ? Value(run->jid) : Value(),
                       run ? Value(run->succeeded) : Value(), run ? Value(run->changed) : Value(),
                       run ? Value(run->failed) : Value(), run ? Value(ids) : Value()});
     }
@@ -155,7 +191,8 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
                                         rows),
                        "minions.csv");
   }
-  Html body = Html::Literal("<h1>Minions</h1>") + WindowForm(ctx, request, w, "minions");
+  Html body = Html::Literal("<h1>Minions</h1>") + WindowForm(ctx, request, w, "minions") +
+              PartialNote(ctx, request, w, report, "minions");
   if (records.empty())
     body += Html::Literal("<p id=\"no-minions\">No job of the window expected a minion.</p>");
   if (!records.empty()) {
@@ -177,8 +214,8 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
               (r.missing > 0 ? Html::Literal("</td><td class=\"num state-missing\">")
                              : Html::Literal("</td><td class=\"num\">")) +
               Escape(std::to_string(r.missing)) + Html::Literal("</td><td>") +
-              (r.last_return ? TimeElement(*r.last_return)
-                             : Html::Literal("<span class=\"muted\">never</span>")) +
+              (r.last_seen ? TimeElement(*r.last_seen)
+                           : Html::Literal("<span class=\"muted\">never</span>")) +
               Html::Literal("</td><td class=\"highstate\">") + HighstateCell(ctx, runs[i]) +
               Html::Literal("</td></tr>");
     }
@@ -201,34 +238,36 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
 }
 
 Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
-                    const std::string& minion, const Request& request, Micros now) {
+                    const std::string& minion, const Request& request, Micros now,
+                    std::chrono::milliseconds slices_budget) {
   const std::string format = request.Query("format");
   const auto window = WindowOf(request, now);
   if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
   const Window& w = std::get<Window>(window);
-  std::vector<store::MinionRecord> records;
+  store::MinionRecords report;
   std::optional<store::StateRun> run;
   try {
-    records = store::ReadMinionRecords(database, {.jid_min = w.jid_min,
-                                                  .jid_max = w.jid_max,
-                                                  .after = "",
-                                                  .only = minion,
-                                                  .limit = 1,
-                                                  .timeout = kBudget});
+    store::MinionReportOptions options = ReportOptions(w, now, slices_budget);
+    options.only = minion;
+    options.limit = 1;
+    report = store::ReadMinionRecords(database, options);
     run = store::ReadLastHighstates(database, {minion}, kBudget).at(0);
   } catch (const store::SqlTimeoutError&) {
     return TooBig(ctx, format);
   }
-  store::MinionRecord record = records.empty() ? store::MinionRecord{.minion = minion} : records[0];
+  store::MinionRecord record =
+      report.minions.empty() ? store::MinionRecord{.minion = minion} : report.minions[0];
   if (format == "json") {
     Value out = RecordJson(record, run);
     out.as_map().emplace(out.as_map().begin() + 1, "since", IsoTime(w.since));
     out.as_map().emplace(out.as_map().begin() + 2, "until", TimeJson(w.until));
+    AddCoverage(out.as_map(), report);
     return JsonResponse(200, out);
   }
   Html body = Html::Literal("<h1>Minion <span id=\"minion\">") + Escape(minion) +
               Html::Literal("</span></h1>") +
-              WindowForm(ctx, request, w, "minions/" + UrlEncode(minion));
+              WindowForm(ctx, request, w, "minions/" + UrlEncode(minion)) +
+              PartialNote(ctx, request, w, report, "minions/" + UrlEncode(minion));
   body += Html::Literal("<table id=\"record\"><tbody><tr><th>Targeted</th><td class=\"num\">") +
           Escape(std::to_string(record.targeted)) +
           Html::Literal("</td></tr><tr><th>Returned</th><td class=\"num\">") +
@@ -238,8 +277,8 @@ Response MinionPage(const PageContext& ctx, const std::filesystem::path& databas
           Html::Literal("</td></tr><tr><th>Missing</th><td class=\"num\">") +
           Escape(std::to_string(record.missing)) +
           Html::Literal("</td></tr><tr><th>Last seen</th><td>") +
-          (record.last_return ? TimeElement(*record.last_return)
-                              : Html::Literal("<span class=\"muted\">never</span>")) +
+          (record.last_seen ? TimeElement(*record.last_seen)
+                            : Html::Literal("<span class=\"muted\">never</span>")) +
           Html::Literal("</td></tr><tr><th>Last highstate</th><td class=\"highstate\">") +
           HighstateCell(ctx, run) + Html::Literal("</td></tr></tbody></table>");
   if (run && !run->failed_ids.empty()) {

@@ -102,6 +102,7 @@ Response OverviewPage(const PageContext& ctx, store::Store& store,
   const store::StoreLocation where = store::Describe(database);
   store::JobFilter failed{.has_failures = true,
                           .limit = kLatestFailures,
+                          .master = master,
                           .with_counts = true,
                           .time_budget = kFailuresBudget};
   store::JobPage failures = store.ListJobs(failed);
@@ -197,7 +198,9 @@ Response OverviewPage(const PageContext& ctx, store::Store& store,
   body += Html::Literal("<h2>Latest failures</h2>");
   if (latest.empty()) body += Html::Literal("<p id=\"no-failures\">No failed job.</p>");
   if (!latest.empty()) body += JobTable(ctx, latest, Html::Literal("latest-failures"));
-  body += Html::Literal("<p><a href=\"") + Escape(ctx.base_path + "jobs?failed=yes&hidden=show") +
+  body += Html::Literal("<p><a href=\"") +
+          Escape(ctx.base_path + "jobs?failed=yes&hidden=show" +
+                 (master ? "&master=" + UrlEncode(*master) : "")) +
           Html::Literal("\">All failed jobs</a> · <a href=\"") +
           Escape(ctx.base_path + "failures") +
           Html::Literal("\">Failures by state and minion</a> · <a id=\"as-json\" href=\"") +

@@ -63,10 +63,14 @@ struct JobsPageOptions {
 [[nodiscard]] Response ActivePage(const PageContext& ctx, store::Store& store, const Request& request, Micros now,
                                   std::chrono::seconds window);
 // /minions over the store at `database` (store/minion_report.h), and /minions/<id>.
+// Older slices of the window are read only while `slices_budget` has not gone;
+// then the page is partial, with a link to the rest of the window.
 [[nodiscard]] Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
-                                   const Request& request, Micros now);
+                                   const Request& request, Micros now,
+                                   std::chrono::milliseconds slices_budget);
 [[nodiscard]] Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
-                                  const std::string& minion, const Request& request, Micros now);
+                                  const std::string& minion, const Request& request, Micros now,
+                                  std::chrono::milliseconds slices_budget);
 // /failures: failed returns and failed states of the newest failed jobs in a window.
 [[nodiscard]] Response FailuresPage(const PageContext& ctx, store::Store& store, const Request& request, Micros now);
 // --- the live pages (events, the SQL console) ----------------------------------

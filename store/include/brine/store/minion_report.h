@@ -6,13 +6,14 @@
 // chosen here.
 //
 // Cost (docs/web.md, "/minions"): ReadMinionRecords reads the window's jobs
-// through the jid index, their expected minions (job_minion's primary key)
-// and each one's return (ret's (job_id, minion_id) index), grouped by
-// minion: proportional to the window's (job, expected minion) pairs, never to
-// the store; plus, per minion listed, one descending search of ret_minion
-// (minion_id, job_id) for its newest return. ReadStateRuns is one descending
-// search of ret_minion for that minion, joined to job by key. Neither scans
-// ret or event (tests/web_pages_test.cpp checks both plans).
+// through the jid index, a slice of the window at a time, their expected
+// minions (job_minion's primary key) and each one's return (ret's (job_id, minion_id) index),
+// grouped by minion: proportional to the window's (job, expected minion) pairs, never to the store;
+// plus each minion's last sign of life as presence reads it (minion_activity.h): per minion of the
+// fleet one descending search of ret_minion (minion_id, job_id), the start events (one per minion)
+// and the salt/auth events since the window's start, through event_tag. ReadStateRuns is one
+// descending search of ret_minion for that minion, joined to job by key. Neither scans ret or event
+// (tests/web_pages_test.cpp checks both plans).
 #pragma once
 
 #include <chrono>
@@ -34,28 +35,54 @@ struct MinionRecord {
   std::int64_t returned = 0;  // of those, with its return
   std::int64_t failed = 0;    // of those returns, failed (retcode not 0 or success false)
   std::int64_t missing = 0;   // targeted - returned
-  // Arrival of its return to its newest job (any time, not only the window):
-  // the last time it was heard from in the job cache; nullopt: never.
-  std::optional<Micros> last_return;
+  // Its latest sign of life of any kind (any time, not only the window):
+  // its return to its newest job (a find_job reply included), its
+  // salt/minion/<id>/start event, or a salt/auth event naming it that
+  // arrived since MinionReportOptions::since; nullopt: none archived.
+  // The same reading as brine-run manage.up's (presence.h).
+  std::optional<Micros> last_seen;
 };
 
 struct MinionReportOptions {
-  // The window: jobs whose jid is in [jid_min, jid_max] (jid texts, as JobFilter's).
-  std::string jid_min;
-  std::string jid_max;
+  // The window: the jobs whose jid is in [FormatJid(since), FormatJid(until)]
+  // (the bare 20 digits of `until` and any suffix after them included);
+  // without `until`, every jid from `since` on.
+  Micros since{};
+  std::optional<Micros> until;
+  Micros now{};  // where a window without `until` ends, for its slices
   // Keyset paging: only minions whose name sorts after this one (bytes).
   std::string after;
   // When not empty: this minion only.
   std::string only;
   std::int64_t limit = 100;  // minions per answer
+  // The budget of the whole call.
   std::chrono::milliseconds timeout{5000};
+  // The window is read newest first in slices: the newest one hour wide,
+  // each older one twice as wide as the one after it (1 h, 2 h, 4 h, ...),
+  // the oldest cut at `since`. The newest slice is always read; an older
+  // one only while this much time has not gone (and it stops at it).
+  std::chrono::milliseconds slices_budget{3000};
+};
+
+// What ReadMinionRecords found.
+struct MinionRecords {
+  std::vector<MinionRecord> minions;
+  // False when the slices' budget ran out before the window's start: the
+  // counts are of the window's jobs from `counted_since` on only (a jid of
+  // exactly FormatJid(counted_since) included); the jobs before it are the
+  // window [since, counted_since - 1 µs].
+  bool complete = true;
+  Micros counted_since{};
 };
 
 // The minions the window's jobs expected, in name order (bytes), after
-// `after`, at most `limit`. Throws SqlTimeoutError when the budget runs
-// out, StoreError when the store cannot be read.
-[[nodiscard]] std::vector<MinionRecord> ReadMinionRecords(const std::string& database,
-                                                          const MinionReportOptions& options);
+// `after`, at most `limit`. With `only`: that minion's record, or when the
+// window's jobs did not expect it but it was seen, zero counts and its
+// last_seen (nothing when neither). Throws SqlTimeoutError when the budget
+// runs out before the newest slice is read, StoreError when the store
+// cannot be read.
+[[nodiscard]] MinionRecords ReadMinionRecords(const std::string& database,
+                                              const MinionReportOptions& options);
 
 // A minion's last highstate: its return to its newest job that ran
 // state.highstate, or state.apply without state names (its arguments are

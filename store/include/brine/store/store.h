@@ -171,6 +171,10 @@ struct JobFilter {
   std::optional<std::string> user;
   // only jobs that expected this minion or hold a return from it;
   std::optional<std::string> minion;
+  // only jobs published by this master (Salt's opts["id"], as events'
+  // master_id): a job whose master is unknown (filed before migration
+  // 0014_job_master, or known only from a return) never passes;
+  std::optional<std::string> master;
   // and with each job's minion counts (JobRecord::counts).
   bool with_counts = false;
   // ListJobs only: stop once this much time has gone (a partial page).

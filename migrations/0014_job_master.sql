@@ -1,0 +1,12 @@
+-- 0014_job_master (issue 28): which master
+-- published each job.
+--
+-- A store shared by several brine-masters (PostgreSQL), or one that imported
+-- another's jobs, holds jobs from more than one master; brine-web's
+-- `/jobs?master=` and the overview's latest failures filter on it. The writer
+-- sets it when it files a publication (a publish event or the master's own
+-- save_load) to the id of the `master` row that events carry as master_id.
+-- A job filed before this migration, or known only from a return (a stub),
+-- stays NULL: unknown. No index: the filter is read along the jid range a
+-- listing already walks (job's jid index), newest first under a LIMIT.
+ALTER TABLE job ADD COLUMN master_id INTEGER;
