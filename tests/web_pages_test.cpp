@@ -424,6 +424,46 @@ TEST_CASE(
   CHECK_THAT(w.Get("/").body, Catch::Contains("<option value=\"master1\">master1</option>"));
 }
 
+TEST_CASE("web pages: the overview lists the bus gaps of the last 7 days, an open one as open, by master",
+          "[web][web-pages]") {
+  Site w;
+  CHECK_THAT(w.Get("/").body, Catch::Contains("id=\"no-gaps\""));
+  using brine::store::GapReason;
+  {
+    auto s = brine::store::OpenStore(w.dir / "brine.sqlite", {.master_id = "master1"});
+    auto batch = s->BeginBatch();
+    // Older than 7 days: not listed.
+    s->OpenBusGap(GapReason::kMasterWentAway, kNow - std::chrono::hours(24 * 8), std::nullopt);
+    s->CloseBusGap(kNow - std::chrono::hours(24 * 8) + std::chrono::seconds(5));
+    s->OpenBusGap(GapReason::kSocketReplaced, kNow - std::chrono::hours(3), kNow - std::chrono::hours(3));
+    s->CloseBusGap(kNow - std::chrono::hours(3) + std::chrono::seconds(2));
+    batch.Commit();
+  }
+  {
+    auto s = brine::store::OpenStore(w.dir / "brine.sqlite", {.master_id = "master2"});
+    auto batch = s->BeginBatch();
+    s->OpenBusGap(GapReason::kPermissionDenied, kNow - std::chrono::minutes(10), std::nullopt);
+    batch.Commit();
+  }
+  const Value v = w.Json("/?format=json");
+  const auto& gaps = v.Find("bus_gaps")->as_list();
+  REQUIRE(gaps.size() == 2);
+  // The newest first; the open one has no end.
+  CHECK(*gaps[0].FindString("master_id") == "master2");
+  CHECK(*gaps[0].FindString("reason") == "permission denied");
+  CHECK(gaps[0].Find("gap_end")->is_null());
+  CHECK(*gaps[1].FindString("reason") == "socket replaced");
+  CHECK(*gaps[1].FindString("gap_end") == "2026-11-26T07:00:02.000000Z");
+  CHECK(*gaps[1].FindString("last_frame_time") == "2026-11-26T07:00:00.000000Z");
+  const HttpReply html = w.Get("/");
+  CHECK_THAT(html.body, Catch::Contains("<table id=\"bus-gaps\">"));
+  CHECK_THAT(html.body, Catch::Contains("<strong class=\"partial\">open</strong>"));
+  CHECK_THAT(html.body, Catch::Contains("<td class=\"gap-reason\">socket replaced</td>"));
+  const Value one = w.Json("/?format=json&master=master1");
+  REQUIRE(one.Find("bus_gaps")->as_list().size() == 1);
+  CHECK(*one.Find("bus_gaps")->as_list()[0].FindString("master_id") == "master1");
+}
+
 TEST_CASE(
     "web pages: /active shows the running job's unreturned minions, as brine-run jobs.active does",
     "[web][web-pages]") {

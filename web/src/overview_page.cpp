@@ -1,7 +1,9 @@
 // /, the overview: jobs, returns, failures and events per hour over 24 h and
 // 7 d (the store's hourly rollups, never its rows), each master's ingest rate,
 // commit lag and heartbeat (its status row), the store's size, and the latest
-// failed jobs; with several masters, a filter by master.
+// failed jobs, the bus gaps of the last 7 days (brine_bus_gaps); with several
+// masters, a filter by master.
+#include <algorithm>
 #include <cstdio>
 
 #include "assets.h"
@@ -13,6 +15,7 @@ namespace brine::web {
 namespace {
 
 constexpr std::size_t kLatestFailures = 10;
+constexpr std::size_t kLatestGaps = 20;  // the overview lists at most this many bus gaps
 constexpr auto kFailuresBudget = std::chrono::milliseconds(1000);
 
 std::int64_t Counter(const Value& counters, std::string_view name) {
@@ -108,6 +111,20 @@ Response OverviewPage(const PageContext& ctx, store::Store& store,
   store::JobPage failures = store.ListJobs(failed);
   std::vector<store::JobRecord> latest(std::make_move_iterator(failures.jobs.rbegin()),
                                        std::make_move_iterator(failures.jobs.rend()));
+  // The bus gaps of the last 7 days (brine_bus_gaps: a gap open now included),
+  // the newest first; a master filter keeps that master's.
+  std::vector<store::BusGap> gaps = store.GetBusGaps(now - std::chrono::hours(24 * 7));
+  std::erase_if(gaps, [&](const store::BusGap& g) { return master && g.master_id != *master; });
+  std::reverse(gaps.begin(), gaps.end());
+  if (gaps.size() > kLatestGaps) gaps.resize(kLatestGaps);
+  ValueList gaps_json;
+  for (const store::BusGap& g : gaps) {
+    gaps_json.push_back(Value::Map({{"master_id", g.master_id},
+                                    {"gap_start", IsoTime(g.start)},
+                                    {"gap_end", g.end ? Value(IsoTime(*g.end)) : Value()},
+                                    {"last_frame_time", g.last_frame ? Value(IsoTime(*g.last_frame)) : Value()},
+                                    {"reason", g.reason}}));
+  }
   // The last whole hour's events and returns per second, from the rollups.
   const store::HourCounts last_hour = day.size() >= 2 ? day[day.size() - 2] : store::HourCounts{};
 
@@ -130,6 +147,7 @@ Response OverviewPage(const PageContext& ctx, store::Store& store,
         Value::Map({{"location",
                      where.kind == store::StoreLocation::Kind::kServer ? "server" : "local files"},
                     {"bytes", where.bytes ? Value(*where.bytes) : Value()}})},
+       {"bus_gaps", Value(std::move(gaps_json))},
        {"latest_failures", Value(std::move(latest_json))}});
   if (format == "json") return JsonResponse(200, data);
 
@@ -192,6 +210,22 @@ Response OverviewPage(const PageContext& ctx, store::Store& store,
               Escape(rate->is_null() ? std::string() : Fixed(rate->as_float(), 1) + "/s") +
               Html::Literal("</td><td class=\"num\">") + Escape(text("queue_depth")) +
               Html::Literal("</td></tr>");
+    }
+    body += Html::Literal("</tbody></table>");
+  }
+  body += Html::Literal("<h2>Bus gaps</h2>");
+  if (gaps.empty()) {
+    body += Html::Literal("<p id=\"no-gaps\">No gap in the last 7 days: every attached master read its bus.</p>");
+  } else {
+    body += Html::Literal(
+        "<table id=\"bus-gaps\"><thead><tr><th>Master</th><th>From</th><th>To</th><th>Last frame</th>"
+        "<th>Reason</th></tr></thead><tbody>");
+    for (const store::BusGap& g : gaps) {
+      body += Html::Literal("<tr><td class=\"master-id\">") + Escape(g.master_id) + Html::Literal("</td><td>") +
+              TimeElement(g.start) + Html::Literal("</td><td>") +
+              (g.end ? TimeElement(*g.end) : Html::Literal("<strong class=\"partial\">open</strong>")) +
+              Html::Literal("</td><td>") + (g.last_frame ? TimeElement(*g.last_frame) : Html()) +
+              Html::Literal("</td><td class=\"gap-reason\">") + Escape(g.reason) + Html::Literal("</td></tr>");
     }
     body += Html::Literal("</tbody></table>");
   }
