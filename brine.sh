@@ -294,7 +294,7 @@ CONF
     sleep 0.1
   done
   if [ -n "$url" ]; then
-    log "open $url   (brine-web: /events, /sql, /queues, /jobs/<jid>; stop it: kill \$(cat demo/web.pid))"
+    log "open $url   (brine-web: the overview, /jobs, /minions, /failures, /active, /events with its live tail, /sql, /queues; stop it: kill \$(cat demo/web.pid))"
   else
     log "brine-web did not start: see demo/web.out"
   fi
