@@ -297,6 +297,13 @@ CONF
     log "open $url   (brine-web: the overview, /jobs, /minions, /failures, /active, /events with its live tail, /sql, /queues; stop it: kill \$(cat demo/web.pid))"
   else
     log "brine-web did not start: see demo/web.out"
+    [ -z "$quick" ] || exit 1
+  fi
+  # The shortened demo (in ./brine.sh test) checks that the URL came and
+  # leaves nothing running.
+  if [ -n "$quick" ]; then
+    kill -TERM "$(cat "$demo_dir/web.pid")" 2>/dev/null || true
+    wait "$(cat "$demo_dir/web.pid")" 2>/dev/null || true
   fi
   cat <<NEXT
 
