@@ -64,7 +64,7 @@ class BrowserTest(unittest.TestCase):
         os.makedirs(cls.conf)
         with open(os.path.join(cls.conf, "master"), "w") as f:
             f.write("id: web_master\ncachedir: {d}/cache\nbrine.sock_dir: {d}/sock\n"
-                    "brine.log_file: {d}/log/brine-master\nbrine.web_port: 0\n".format(d=cls.dir))
+                    "brine.log_file: {d}/log/brine-master\nbrine.web_port: 0\nbrine.bus: bind\n".format(d=cls.dir))
         cls.web = None
         cls.driver = None
         master = subprocess.Popen([os.path.join(BIN_DIR, "brine-master"), "-c", cls.conf],

@@ -55,7 +55,7 @@ class LiveBrowserTest(unittest.TestCase):
         with open(os.path.join(cls.conf, "master"), "w") as f:
             f.write("id: web_master\ncachedir: {d}/cache\nbrine.sock_dir: {d}/sock\n"
                     "brine.log_file: {d}/log/brine-master\nbrine.web_port: 0\n"
-                    "brine.flush_interval_ms: 50\n".format(d=cls.dir))
+                    "brine.flush_interval_ms: 50\nbrine.bus: bind\n".format(d=cls.dir))
         cls.master = cls.web = cls.driver = None
         try:
             cls.master = subprocess.Popen([os.path.join(BIN_DIR, "brine-master"), "-c", cls.conf],
