@@ -363,6 +363,7 @@ class PostgresBackend final : public Backend {
     std::optional<bool> success;
     std::optional<std::int64_t> retcode;
     std::string full_ret;
+    bool trimmed;
     std::optional<std::string> day;  // the job's part_day (NULL: before 0003)
   };
   // What waits for the next round trip (Send); dropped on rollback.
