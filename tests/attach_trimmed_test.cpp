@@ -4,6 +4,8 @@
 // copy replaces it, never set by a trimmed copy that follows a whole one.
 // Through store.h on both backends, and end to end with brine-master
 // attached to the stand-in of tests/support/modern_bus.h.
+#include <SQLiteCpp/Database.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -120,4 +122,38 @@ TEST_CASE("attach: a trimmed bus return fills the job cache marked trimmed, and 
   INFO("salt_returns: " << Row(db, jid));
   CHECK(replaced);
   REQUIRE(master.Stop() == 0);
+}
+
+TEST_CASE("attach: the migration marks the trimmed returns a store held before it, by value, on both backends",
+          "[attach][store]") {
+  brine::test::TempDir dir;
+  for (const std::string backend : {"sqlite", "postgresql"}) {
+    INFO(backend);
+    const bool sqlite = backend == "sqlite";
+    const std::string database = sqlite ? (dir / "old.sqlite").string() : PostgresServer::Shared().CreateDatabase();
+    const std::string yes = sqlite ? "1" : "t";
+    const std::string no = sqlite ? "0" : "f";
+    const std::string a = "20240101120000000001", b = "20240101120000000002", c = "20240101120000000003";
+    {
+      auto s = brine::store::OpenStore(database, {.master_id = "m"});
+      REQUIRE(s->Returner(Ret(a, Value::List({1, Value::Map({{"x", "VALUE_TRIMMED"}})}))).kind ==
+              ReturnOutcome::Kind::kStored);
+      REQUIRE(s->Returner(Ret(b, Value::Map({{"VALUE_TRIMMED", 1}}))).kind == ReturnOutcome::Kind::kStored);
+      REQUIRE(s->Returner(Ret(c, "whole")).kind == ReturnOutcome::Kind::kStored);
+    }
+    // Back to the schema before the migration: no column, the old view.
+    if (sqlite) {
+      SQLite::Database db(database, SQLite::OPEN_READWRITE);
+      db.exec("DROP VIEW salt_returns; ALTER TABLE ret DROP COLUMN trimmed;"
+              " CREATE VIEW salt_returns AS SELECT 1 AS one; PRAGMA user_version = " +
+              std::to_string(brine::store::LatestSchemaVersion() - 1));
+    } else {
+      (void)PostgresServer::Shared().Query(database, "ALTER TABLE ret DROP COLUMN trimmed CASCADE;"
+                                                     " UPDATE brine_schema SET version = version - 1");
+    }
+    auto s = brine::store::OpenStore(database, {.master_id = "m"});
+    CHECK(Row(database, a) == yes + "|cut\n");
+    CHECK(Row(database, b) == no + "|cut\n");
+    CHECK(Row(database, c) == no + "|whole\n");
+  }
 }
