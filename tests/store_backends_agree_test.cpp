@@ -116,7 +116,11 @@ void Populate(Store& s) {
         {.tag = "Salt/Auth", .data = ParseJson("{}"), .received = at + std::chrono::seconds(5)}};
     s.EventReturn(ev);
     s.Quarantine("bad frame", "test", at + std::chrono::seconds(6));
+    s.OpenBusGap(brine::store::GapReason::kMasterWentAway, at + std::chrono::seconds(7), at + std::chrono::seconds(6));
+    s.CloseBusGap(at + std::chrono::seconds(8));
   }
+  // An open gap, older than every cut: it stays.
+  s.OpenBusGap(brine::store::GapReason::kMasterStopped, kT0 - hours(4900), std::nullopt);
 }
 
 // A SQLite store and a PostgreSQL one, both populated alike.
@@ -159,6 +163,10 @@ std::string State(Store& s) {
   s.ForEachEvent(std::nullopt, std::nullopt, [&](brine::store::ArchivedEvent&& e) {
     out += std::to_string(brine::ToUnixMicros(e.received)) + " " + e.tag + " " + e.data_json + "\n";
   });
+  for (const brine::store::BusGap& g : s.GetBusGaps(brine::FromUnixMicros(0))) {
+    out += "gap " + std::to_string(brine::ToUnixMicros(g.start)) + " " + g.reason + " " +
+           (g.end ? std::to_string(brine::ToUnixMicros(*g.end)) : "open") + "\n";
+  }
   const auto counts = s.CountRows();
   out += "jobs=" + std::to_string(counts.jobs) + " events=" + std::to_string(counts.events) + "\n";
   return out;
@@ -167,7 +175,7 @@ std::string State(Store& s) {
 std::string Text(const brine::store::CleanResult& r) {
   return "jobs=" + std::to_string(r.jobs) + " returns=" + std::to_string(r.returns) +
          " events=" + std::to_string(r.events) + " quarantined=" + std::to_string(r.quarantined) +
-         " more=" + std::to_string(r.more);
+         " bus_gaps=" + std::to_string(r.bus_gaps) + " more=" + std::to_string(r.more);
 }
 
 }  // namespace

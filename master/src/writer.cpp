@@ -68,10 +68,11 @@ std::int64_t StoredCounter(const Value& mine, const std::string& name) {
 // One line per retention run at info; a first run since start that removed
 // more than half the jobs or events it found at warning.
 void LogRetentionRun(Logger& log, const store::CleanResult& run, const store::Store::RowCounts* before_first) {
-  if (run.jobs + run.events + run.quarantined == 0) return;
+  if (run.jobs + run.events + run.quarantined + run.bus_gaps == 0) return;
   std::string line = "retention removed " + std::to_string(run.jobs) + " jobs, " + std::to_string(run.returns) +
                      " returns, " + std::to_string(run.events) + " events, " + std::to_string(run.quarantined) +
                      " quarantined frames";
+  if (run.bus_gaps > 0) line += ", " + std::to_string(run.bus_gaps) + " bus gaps";
   if (before_first != nullptr && (run.jobs * 2 > before_first->jobs || run.events * 2 > before_first->events)) {
     log.Log(LogLevel::kWarning, line + ": more than half of the " + std::to_string(before_first->jobs) + " jobs and " +
                                     std::to_string(before_first->events) +

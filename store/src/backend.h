@@ -80,6 +80,7 @@ struct ReturnRow {
   std::optional<bool> success;
   std::optional<std::int64_t> retcode;
   const std::string* full_ret = nullptr;  // JSON of the whole load (the caller's)
+  bool trimmed = false;  // the load holds Salt's VALUE_TRIMMED (a copy the master trimmed for its bus)
 };
 
 // An event to archive. Exactly one of `data` and `ret_id` is set; `tag` is

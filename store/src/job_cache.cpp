@@ -61,15 +61,6 @@ namespace {
 // ceiling past 2.4M events (ingest_bench, 5M events: 164.8 MiB).
 constexpr std::size_t kMaxCachedJobs = 50000;
 
-// A return's `success` and `retcode`, where they have those types.
-ReturnRow Outcome(const Value& ret, ReturnRow row) {
-  if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) row.success = s->as_bool();
-  if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
-    row.retcode = static_cast<std::int64_t>(rc->as_int());
-  }
-  return row;
-}
-
 // Salt's trim_dict puts this string where it cut a value out of an oversized event.
 bool HasTrimmedValue(const Value& v) {
   if (v.is_string()) return v.as_string() == "VALUE_TRIMMED";
@@ -83,6 +74,18 @@ bool HasTrimmedValue(const Value& v) {
     }
   }
   return false;
+}
+
+// A return's `success` and `retcode`, where they have those types, and
+// whether it is a trimmed copy (`row.full_ret`, its JSON, must be set).
+ReturnRow Outcome(const Value& ret, ReturnRow row) {
+  if (const Value* s = ret.Find("success"); s != nullptr && s->is_bool()) row.success = s->as_bool();
+  if (const Value* rc = ret.Find("retcode"); rc != nullptr && rc->kind() == Value::Kind::kInt) {
+    row.retcode = static_cast<std::int64_t>(rc->as_int());
+  }
+  // The JSON holds the string token first: a cheap test before the walk.
+  row.trimmed = row.full_ret->find("\"VALUE_TRIMMED\"") != std::string::npos && HasTrimmedValue(ret);
+  return row;
 }
 
 // Whether a repeat's `_stamp` differs from the stored return's (both present).

@@ -132,6 +132,7 @@ class PostgresBackend final : public Backend {
   std::int64_t DeleteOldEvents(Micros before, std::int64_t budget,
                                const std::function<bool(std::string_view)>* is_member) override;
   std::int64_t DeleteOldQuarantine(Micros before, std::int64_t budget) override;
+  std::int64_t DeleteOldBusGaps(Micros before, std::int64_t budget) override;
   void DeleteOldJobs(Micros before, const JobClass& job_class, std::int64_t& budget, CleanResult& result) override;
   void DropEventDays(Micros before, CleanResult& result) override;
   void DropJobDays(const std::vector<JobClass>& classes, Micros before, CleanResult& result) override;
@@ -363,6 +364,7 @@ class PostgresBackend final : public Backend {
     std::optional<bool> success;
     std::optional<std::int64_t> retcode;
     std::string full_ret;
+    bool trimmed;
     std::optional<std::string> day;  // the job's part_day (NULL: before 0003)
   };
   // What waits for the next round trip (Send); dropped on rollback.

@@ -154,7 +154,7 @@ ReturnId PostgresBackend::NextReturnId() {
 void PostgresBackend::AppendReturnInserts(std::vector<PgStatement>& out) {
   for (std::size_t done = 0; done < pending_returns_.size(); done += kReturnsPerInsert) {
     const std::size_t end = std::min(pending_returns_.size(), done + kReturnsPerInsert);
-    ArrayText id, job, minion, recv, success, retcode, full_ret, day;
+    ArrayText id, job, minion, recv, success, retcode, full_ret, trimmed, day;
     for (std::size_t i = done; i < end; ++i) {
       PendingReturn& r = pending_returns_[i];
       id.Add(r.id);
@@ -164,15 +164,17 @@ void PostgresBackend::AppendReturnInserts(std::vector<PgStatement>& out) {
       success.Add(r.success);
       retcode.Add(r.retcode);
       full_ret.Add(r.full_ret);
+      trimmed.Add(std::optional<bool>(r.trimmed));
       day.Add(r.day);
     }
     out.push_back(
-        {"INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)"
-         " SELECT id, job_id, minion_id, to_timestamp(recv), success, retcode, full_ret, job_day"
+        {"INSERT INTO ret (id, job_id, minion_id, recv, success, retcode, full_ret, trimmed, job_day)"
+         " SELECT id, job_id, minion_id, to_timestamp(recv), success, retcode, full_ret, trimmed, job_day"
          " FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::double precision[], $5::boolean[], $6::bigint[],"
-         " $7::text[], $8::date[]) AS v (id, job_id, minion_id, recv, success, retcode, full_ret, job_day)",
+         " $7::text[], $8::boolean[], $9::date[])"
+         " AS v (id, job_id, minion_id, recv, success, retcode, full_ret, trimmed, job_day)",
          {O(id.Take()), O(job.Take()), O(minion.Take()), O(recv.Take()), O(success.Take()), O(retcode.Take()),
-          O(full_ret.Take()), O(day.Take())},
+          O(full_ret.Take()), O(trimmed.Take()), O(day.Take())},
          true});
   }
   pending_returns_.clear();

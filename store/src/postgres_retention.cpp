@@ -112,6 +112,16 @@ std::int64_t PostgresBackend::DeleteOldQuarantine(Micros before, std::int64_t bu
   return DeleteOlder("quarantine", TimeText(before), budget, {});
 }
 
+std::int64_t PostgresBackend::DeleteOldBusGaps(Micros before, std::int64_t budget) {
+  const std::string cut = Int(ToUnixMicros(before));
+  const std::string limit = Int(budget);
+  return Db()
+      .Exec("DELETE FROM bus_gap WHERE id IN (SELECT id FROM bus_gap"
+            " WHERE gap_end_us < $1::bigint ORDER BY gap_end_us LIMIT $2::bigint)",
+            {P(cut), P(limit)})
+      .affected();
+}
+
 // Drops whole days of returns and expected minions (migrations/postgres/0003),
 // outside the row budget like the archive's days, and deletes those days'
 // job rows. A day goes once no job first seen that day is kept, whatever

@@ -124,10 +124,10 @@ std::optional<ReturnId> PostgresBackend::InsertReturn(const ReturnRow& row) {
     // first); ask, as before batching.
     const std::string t = TimeText(row.received);
     PgResult r = Query(
-        "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret, job_day)"
-        " SELECT " + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4, part_day"
+        "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret, trimmed, job_day)"
+        " SELECT " + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4, $5, part_day"
         " FROM job WHERE id = " + Int(row.job_id) + " ON CONFLICT DO NOTHING RETURNING id",
-        {O(t), OBool(row.success), OInt(row.retcode), O(*row.full_ret)});
+        {O(t), OBool(row.success), OInt(row.retcode), O(*row.full_ret), OBool(row.trimmed)});
     if (r.rows() == 0) return std::nullopt;
     return r.integer(0, 0);
   }
@@ -138,7 +138,8 @@ std::optional<ReturnId> PostgresBackend::InsertReturn(const ReturnRow& row) {
   if (!known->second.returned.insert(minion).second) return std::nullopt;
   const ReturnId id = NextReturnId();
   pending_returns_.push_back(
-      {id, row.job_id, minion, TimeText(row.received), row.success, row.retcode, *row.full_ret, known->second.day});
+      {id, row.job_id, minion, TimeText(row.received), row.success, row.retcode, *row.full_ret, row.trimmed,
+       known->second.day});
   if (pending_returns_.size() >= kReturnsPerInsert) Send(std::nullopt);
   return id;
 }
@@ -164,8 +165,8 @@ std::optional<std::pair<ReturnId, std::string>> PostgresBackend::FindReturn(
 
 void PostgresBackend::ReplaceReturn(ReturnId id, const ReturnRow& row) {
   DetachEvents("ret_id = " + Int(id));  // sends what waits first
-  Defer("UPDATE ret SET full_ret = $1, success = $2, retcode = $3 WHERE id = " + Int(id),
-        {O(*row.full_ret), OBool(row.success), OInt(row.retcode)});
+  Defer("UPDATE ret SET full_ret = $1, success = $2, retcode = $3, trimmed = $4 WHERE id = " + Int(id),
+        {O(*row.full_ret), OBool(row.success), OInt(row.retcode), OBool(row.trimmed)});
 }
 
 void PostgresBackend::SetMetadataIfNull(std::int64_t job, const std::string& metadata_json) {

@@ -76,6 +76,12 @@ CleanResult ApplyRetentionPlan(const Retention& retention, std::int64_t max_rows
       result.quarantined = backend.DeleteOldQuarantine(*retention.events_before, budget);
       budget -= result.quarantined;
     }
+    // A gap says what the archive missed: it goes with the events around
+    // it, once it ended before their cut (an open one stays).
+    if (budget > 0) {
+      result.bus_gaps = backend.DeleteOldBusGaps(*retention.events_before, budget);
+      budget -= result.bus_gaps;
+    }
   }
 
   // Jobs: whole days before every cut, then each class by its own cut.

@@ -1,8 +1,9 @@
 // RetentionPlan: Store::ApplyRetention's rules (store.h: Retention), once,
 // above the backends. The plan decides the classes (keep_jobs_by_fun,
 // keep_events_by_tag: the first rule whose glob matches, by core's FnMatch),
-// the order (events by class, the default class, quarantined frames, then
-// jobs by class and the default class), the row budget and what whole days
+// the order (events by class, the default class, quarantined frames, the
+// bus gaps that ended before the events' cut, then jobs by class and the
+// default class), the row budget and what whole days
 // may go. A backend only deletes what the plan names (RetentionBackend),
 // and may drop whole days by a mechanism of its own (PostgreSQL's
 // partitions) where the plan allows it.
@@ -49,6 +50,9 @@ class RetentionBackend {
                                        const std::function<bool(std::string_view tag)>* is_member) = 0;
   // Deletes up to `budget` of the oldest quarantined frames before `before`; the count.
   virtual std::int64_t DeleteOldQuarantine(Micros before, std::int64_t budget) = 0;
+  // Deletes up to `budget` of the bus gaps (brine_bus_gaps) that ended
+  // before `before`, oldest end first; an open gap stays. The count.
+  virtual std::int64_t DeleteOldBusGaps(Micros before, std::int64_t budget) = 0;
   // Deletes jobs of `job_class` older than `before` (a time jid by its text,
   // any other by when it was first seen), with their returns and expected
   // minions, each costing 1 + its returns of `budget`, while budget > 0.

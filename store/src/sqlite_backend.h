@@ -146,6 +146,7 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   std::int64_t DeleteOldEvents(Micros before, std::int64_t budget,
                                const std::function<bool(std::string_view)>* is_member) override;
   std::int64_t DeleteOldQuarantine(Micros before, std::int64_t budget) override;
+  std::int64_t DeleteOldBusGaps(Micros before, std::int64_t budget) override;
   void DeleteOldJobs(Micros before, const JobClass& job_class, std::int64_t& budget, CleanResult& result) override;
   CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) override;
   std::int64_t UsedBytes() override;

@@ -51,6 +51,14 @@ std::int64_t SqliteBackend::DeleteOldQuarantine(Micros before, std::int64_t budg
   return DeleteOlderRows("quarantine", ToUnixMicros(before), budget);
 }
 
+std::int64_t SqliteBackend::DeleteOldBusGaps(Micros before, std::int64_t budget) {
+  SQLite::Statement q(*db_, "DELETE FROM bus_gap WHERE id IN (SELECT id FROM bus_gap"
+                            " WHERE gap_end_us < ?1 ORDER BY gap_end_us LIMIT ?2)");
+  q.bind(1, ToUnixMicros(before));
+  q.bind(2, budget);
+  return q.exec();
+}
+
 CleanResult SqliteBackend::PruneOldest(std::int64_t bytes, std::int64_t max_rows) {
   FlushEvents();
   CleanResult result;

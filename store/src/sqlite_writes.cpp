@@ -93,13 +93,14 @@ void SqliteBackend::AddExpected(std::int64_t job, std::span<const std::string> m
 
 std::optional<ReturnId> SqliteBackend::InsertReturn(const ReturnRow& row) {
   auto& ins = Stmt(
-      "INSERT INTO ret (job_id, minion_id, recv_us, success, retcode, full_ret)"
-      " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, minion_id) DO NOTHING");
+      "INSERT INTO ret (job_id, minion_id, recv_us, success, retcode, full_ret, trimmed)"
+      " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, minion_id) DO NOTHING");
   ins.bind(1, row.job_id);
   ins.bind(2, MinionId(row.minion));
   ins.bind(3, ToUnixMicros(row.received));
   BindOutcome(ins, 4, row);
   ins.bind(6, *row.full_ret);
+  ins.bind(7, row.trimmed ? 1 : 0);
   ins.exec();
   if (db_->getChanges() == 0) return std::nullopt;
   return db_->getLastInsertRowid();
@@ -135,10 +136,11 @@ void SqliteBackend::ReplaceReturn(ReturnId id, const ReturnRow& row) {
                                    " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
   keep.bind(1, id);
   keep.exec();
-  auto& q = Stmt("UPDATE ret SET full_ret = ?, success = ?, retcode = ? WHERE id = ?");
+  auto& q = Stmt("UPDATE ret SET full_ret = ?, success = ?, retcode = ?, trimmed = ? WHERE id = ?");
   q.bind(1, *row.full_ret);
   BindOutcome(q, 2, row);
-  q.bind(4, id);
+  q.bind(4, row.trimmed ? 1 : 0);
+  q.bind(5, id);
   q.exec();
 }
 

@@ -1,6 +1,8 @@
 #include "support/modern_bus.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -36,6 +38,30 @@ int Listen(const std::filesystem::path& path) {
   return fd;
 }
 
+// A listener on 127.0.0.1:`port`, as Salt's ipc_mode: tcp binds it. The
+// old listener of a restart may linger while the serving thread's poll()
+// still holds it: EADDRINUSE is retried for up to 10 s.
+int ListenTcp(int port) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (true) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);  // the old connections' TIME_WAIT
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 && ::listen(fd, 64) == 0) return fd;
+    const int err = errno;
+    ::close(fd);
+    if (err != EADDRINUSE || std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("bind 127.0.0.1:" + std::to_string(port) + ": " + std::strerror(err));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 
 }  // namespace
 
@@ -45,7 +71,7 @@ ModernBus::ModernBus(std::filesystem::path sock_dir, Options options) : dir_(std
   {
     std::lock_guard lock(mu_);
     BindPub();
-    pull_listen_ = Listen(pull_path());
+    pull_listen_ = options_.tcp_pull_port > 0 ? ListenTcp(options_.tcp_pull_port) : Listen(pull_path());
   }
   thread_ = std::thread([this] { Serve(); });
 }
@@ -56,7 +82,9 @@ ModernBus::~ModernBus() {
   ::close(wake_[1]);
 }
 
-void ModernBus::BindPub() { pub_listen_ = Listen(pub_path()); }
+void ModernBus::BindPub() {
+  pub_listen_ = options_.tcp_pub_port > 0 ? ListenTcp(options_.tcp_pub_port) : Listen(pub_path());
+}
 
 void ModernBus::Wake() {
   const char c = 1;
@@ -106,6 +134,7 @@ void ModernBus::FlushLocked() {
 
 void ModernBus::Restart(const wire::StreamForm& form) {
   std::lock_guard lock(mu_);
+  ::shutdown(pub_listen_, SHUT_RDWR);  // a tcp listener stops listening now, not when poll() lets go
   ::close(pub_listen_);
   std::error_code ec;
   std::filesystem::remove(pub_path(), ec);

@@ -7,8 +7,10 @@
 // or bin keys and bodies. Like Salt 3006 it drops a reader whose unsent
 // bytes pass a cap (ipc_write_buffer), without notice. A restart ends every
 // reader (EOF), deletes the socket file and binds a new one, maybe in the
-// other framing. One thread serves the sockets; the calls below may come
-// from any one other thread.
+// other framing. Under `ipc_mode: tcp` (Options::tcp_pub_port) it serves
+// 127.0.0.1:tcp_master_pub_port and tcp_master_pull_port instead, as Salt
+// does, and a restart closes and rebinds the port. One thread serves the
+// sockets; the calls below may come from any one other thread.
 #pragma once
 
 #include <atomic>
@@ -32,9 +34,14 @@ class ModernBus {
     wire::StreamFraming pull_framing = wire::StreamFraming::kPlain;
     std::size_t write_chunk = 0;       // >0: each write() at most this many bytes (frames split)
     std::size_t drop_after_bytes = 0;  // >0: a reader with more unsent bytes is dropped
+    // >0: ipc_mode tcp, the publisher on 127.0.0.1:tcp_pub_port and the
+    // puller on 127.0.0.1:tcp_pull_port (both needed); no socket files.
+    int tcp_pub_port = 0;
+    int tcp_pull_port = 0;
   };
 
-  // Binds both sockets in `sock_dir` (made if missing). Throws std::runtime_error.
+  // Binds both sockets in `sock_dir` (made if missing), or on the tcp ports.
+  // Throws std::runtime_error.
   ModernBus(std::filesystem::path sock_dir, Options options);
   ~ModernBus();
   ModernBus(const ModernBus&) = delete;

@@ -289,6 +289,7 @@ struct CleanResult {
   std::int64_t returns = 0;
   std::int64_t events = 0;
   std::int64_t quarantined = 0;
+  std::int64_t bus_gaps = 0;  // brine_bus_gaps rows that ended before the events' cut
   // PruneOldest only: the bytes of JSON (and raw frames) it deleted.
   std::int64_t bytes = 0;
   // True when the row budget ran out before everything old was gone.
