@@ -507,7 +507,13 @@ TEST_CASE("web live: a client that never reads neither grows memory nor stalls t
   // RSS also counts this process's own SQLite writer; a backlog kept per
   // stream would be 12 MB more than that.
   INFO("RSS before " << rss_before << " KiB, after " << rss_after << " KiB");
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer's quarantine keeps freed buffers resident (seen: 406 MiB
+  // more); the buffered-bytes bound above still holds in that build.
+  WARN("AddressSanitizer build: RSS grew " << (rss_after - rss_before) / 1024 << " MiB; the bound is not checked");
+#else
   CHECK(rss_after - rss_before < 100 * 1024);
+#endif
 }
 
 TEST_CASE("web live: a slow client gets one skipped line instead of the backlog once it reads again",
