@@ -375,8 +375,11 @@ class Browsers {
       const auto every = std::chrono::duration<double>(kBrowserPageS / static_cast<double>(sessions_.size()));
       auto next = SteadyClock::now();
       for (std::size_t i = 0; !stop_; ++i) {
-        ms_.push_back(brine::bench::HttpPageMs(port, pages[(i / sessions_.size()) % pages.size()],
-                                               sessions_[i % sessions_.size()]));
+        const auto t0 = SteadyClock::now();
+        const std::string reply = brine::bench::HttpGet(port, pages[(i / sessions_.size()) % pages.size()],
+                                                        sessions_[i % sessions_.size()]);
+        ms_.push_back(std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count());
+        if (!reply.starts_with("HTTP/1.1 200")) ++failed_;
         next += std::chrono::duration_cast<SteadyClock::duration>(every);
         std::this_thread::sleep_until(next);
       }
@@ -389,6 +392,11 @@ class Browsers {
     loader_.join();
     drainer_.join();
     for (const auto& p : fds_) ::close(p.fd);
+    if (failed_ > 0) {
+      std::fprintf(stderr, "ingest_bench: %d of %zu page loads on brine-web were not answered 200\n", failed_.load(),
+                   ms_.size());
+      std::exit(1);
+    }
     std::sort(ms_.begin(), ms_.end());
     return {ms_, stream_bytes_};
   }
@@ -399,6 +407,7 @@ class Browsers {
   std::vector<pollfd> fds_;
   std::vector<double> ms_;  // the loader's
   std::int64_t stream_bytes_ = 0;  // the drainer's
+  std::atomic<int> failed_{0};     // page loads not answered 200
   std::thread drainer_;
   std::thread loader_;
 };
