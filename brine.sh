@@ -168,8 +168,8 @@ bench() {
     ./build/bin/query_bench --jobs 1000000 --store "$store"
   run_bench "forensic_bench: the forensic questions in SQL on the query store, warm and cold, with their plans" \
     ./build/bin/forensic_bench --store "$store"
-  run_bench "ingest_bench: $events events at full speed beside a prepared-statement baseline, then on a copy of the query store, then latency at 10k events/s, alone and beside a brine.sql loop" \
-    ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30 --latency-sql 1
+  run_bench "ingest_bench: $events events at full speed beside a prepared-statement baseline, then on a copy of the query store, then latency at 10k events/s, alone, beside a brine.sql loop and beside 20 browsers on brine-web" \
+    ./build/bin/ingest_bench --events "$events" --prefilled "$store" --latency 30 --latency-sql 1 --latency-web 20
   run_bench "bigret_bench: jobs.lookup_jid of a 50 MB string and of a 50 MB dict" ./build/bin/bigret_bench
   run_bench "queue_bench: queue insert and pop rates" ./build/bin/queue_bench
   # pg_bench's server lives in TMPDIR: /var/tmp, for the 1M-job store (~10 GB with its WAL).
@@ -180,8 +180,9 @@ bench() {
   # web_bench writes live events into its store: a copy of the query store.
   local web_copy=/var/tmp/brine-web-bench-$$
   mkdir -p "$web_copy" && cp "$store/cache/brine.sqlite" "$web_copy/brine.sqlite"
-  run_bench "web_bench: brine-web's pages at depth on a copy of the query store, 200 open streams, the live tail at 10k events/s" \
-    env TMPDIR=/var/tmp ./build/bin/web_bench --store "$web_copy/brine.sqlite" --seconds 20 --streams 200 --rate 10000
+  run_bench "web_bench: brine-web's pages at depth on a copy of the query store (migrated first), 200 open streams, the live tail at 10k events/s" \
+    env TMPDIR=/var/tmp ./build/bin/web_bench --store "$web_copy/brine.sqlite" --built "$store/built.json" \
+      --seconds 20 --streams 200 --rate 10000
   rm -rf "$web_copy"
   log "JSON lines (also in build/bench.log)"
   grep '^{' "$out"

@@ -52,16 +52,25 @@
 // salt_returns, in turn): what ad-hoc SQL on a live store adds to the commit
 // lag (issue 27's target: < 100 ms at p99 at 10,000 events/s).
 //
+// latency beside browsers (--latency-web N): the latency run again, on a
+// fresh master with brine.web_port: 0, while a brine-web process on its config
+// serves N browsers: each holds an SSE stream on /events/stream (drained as it
+// comes) and loads a page every 3 s (/, /jobs, /events, /minions, /failures,
+// one job, in turn; the loads spread evenly over the browsers): what open
+// browsers add to the commit lag (issue 28's target: 20 browsers, < 100 ms at
+// p99 at 10,000 events/s).
+//
 // attached (--modern-bus 1): the same stream through a modern Salt master's
 // bus to a brine-master with brine.bus: attach (IngestAttached), beside the
 // bound run (issue 29's target: at least 0.9 x).
 //
 // usage: ingest_bench [--events N | --jobs N] [--window N] [--minions N] [--modern-bus 0|1]
 //                     [--prefilled DIR] [--queries 0|1] [--latency SECONDS] [--latency-rate N]
-//                     [--latency-sql 0|1]
+//                     [--latency-sql 0|1] [--latency-web N]
 //                     [--bin DIR] [--keep DIR]
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -89,6 +98,7 @@
 #include <zmq.hpp>
 
 #include "bench_support.h"
+#include "http_client.h"
 #include "event_stream.h"
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
@@ -123,6 +133,7 @@ struct Args {
   double latency_s = 30;
   int latency_rate = 10000;
   bool latency_sql = false;
+  int latency_web = 0;  // browsers beside the latency run (0: no such run)
   fs::path bin = fs::path(BRINE_BIN_DIR);
   fs::path keep;
 };
@@ -159,8 +170,8 @@ struct Master {
   [[nodiscard]] std::string pull() const { return "ipc://" + (dir / "sock" / "master_event_pull.ipc").string(); }
 };
 
-Master StartMaster(const Args& args, const fs::path& dir) {
-  return Master{brine::bench::StartBenchMaster(args.bin / "brine-master", dir, "bench_master"), dir};
+Master StartMaster(const Args& args, const fs::path& dir, const std::string& extra = "") {
+  return Master{brine::bench::StartBenchMaster(args.bin / "brine-master", dir, "bench_master", extra), dir};
 }
 
 // SIGTERM (the master drains and commits), then checkpoints the WAL into the
@@ -328,6 +339,105 @@ class QueryLoop {
   std::string failure_;
   std::thread thread_;
 };
+
+// N browsers on a brine-web process: each logs in, holds an SSE stream on
+// /events/stream (drained as it comes, as a browser does) and loads a page
+// every kBrowserPageS seconds, in turn /, /jobs, /events, /minions, /failures
+// and one job; the loads are spread evenly over the browsers.
+class Browsers {
+ public:
+  static constexpr double kBrowserPageS = 3.0;
+  Browsers(int port, const std::string& token, int n, const std::string& jid) {
+    for (int i = 0; i < n; ++i) {
+      sessions_.push_back(brine::bench::HttpLogin(port, token));
+      if (sessions_.back().empty()) {
+        std::fprintf(stderr, "ingest_bench: brine-web refused the login token\n");
+        std::exit(1);
+      }
+      const int fd = brine::bench::ConnectLoopback(port);
+      brine::bench::SendGet(fd, "/events/stream", sessions_.back(), false);
+      fds_.push_back({fd, POLLIN, 0});
+    }
+    drainer_ = std::thread([this] {
+      char buf[65536];
+      while (!stop_) {
+        if (::poll(fds_.data(), fds_.size(), 100) <= 0) continue;
+        for (auto& p : fds_) {
+          if (p.revents & POLLIN) {
+            const ssize_t got = ::recv(p.fd, buf, sizeof buf, MSG_DONTWAIT);
+            if (got > 0) stream_bytes_ += got;
+          }
+        }
+      }
+    });
+    loader_ = std::thread([this, port, jid] {
+      const std::vector<std::string> pages = {"/", "/jobs", "/events", "/minions", "/failures", "/jobs/" + jid};
+      const auto every = std::chrono::duration<double>(kBrowserPageS / static_cast<double>(sessions_.size()));
+      auto next = SteadyClock::now();
+      for (std::size_t i = 0; !stop_; ++i) {
+        const auto t0 = SteadyClock::now();
+        const std::string reply = brine::bench::HttpGet(port, pages[(i / sessions_.size()) % pages.size()],
+                                                        sessions_[i % sessions_.size()]);
+        ms_.push_back(std::chrono::duration<double, std::milli>(SteadyClock::now() - t0).count());
+        if (!reply.starts_with("HTTP/1.1 200")) ++failed_;
+        next += std::chrono::duration_cast<SteadyClock::duration>(every);
+        std::this_thread::sleep_until(next);
+      }
+    });
+  }
+  // Stops the loads and closes the streams: the page times (ms) and the bytes
+  // the streams brought.
+  std::pair<std::vector<double>, std::int64_t> Stop() {
+    stop_ = true;
+    loader_.join();
+    drainer_.join();
+    for (const auto& p : fds_) ::close(p.fd);
+    if (failed_ > 0) {
+      std::fprintf(stderr, "ingest_bench: %d of %zu page loads on brine-web were not answered 200\n", failed_.load(),
+                   ms_.size());
+      std::exit(1);
+    }
+    std::sort(ms_.begin(), ms_.end());
+    return {ms_, stream_bytes_};
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::string> sessions_;
+  std::vector<pollfd> fds_;
+  std::vector<double> ms_;  // the loader's
+  std::int64_t stream_bytes_ = 0;  // the drainer's
+  std::atomic<int> failed_{0};     // page loads not answered 200
+  std::thread drainer_;
+  std::thread loader_;
+};
+
+// brine-web on a master's config (brine.web_port: 0): its pid, port and token
+// once it listens.
+struct Web {
+  pid_t pid = -1;
+  int port = 0;
+  std::string token;
+};
+
+Web StartWeb(const fs::path& exe, const fs::path& master_dir) {
+  Web w;
+  w.pid = brine::bench::Spawn({exe.string(), "-c", (master_dir / "conf").string()}, master_dir / "brine-web.out");
+  const fs::path token_file = master_dir / "sock" / "brine_web.token";
+  const fs::path port_file = master_dir / "sock" / "brine_web.token.port";
+  for (int i = 0; i < 1000 && !(fs::exists(port_file) && fs::file_size(port_file) > 0); ++i) {
+    int status = 0;
+    if (waitpid(w.pid, &status, WNOHANG) == w.pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::ifstream port_in(port_file);
+  std::ifstream token_in(token_file);
+  if (!(port_in >> w.port) || !(token_in >> w.token)) {
+    std::fprintf(stderr, "ingest_bench: brine-web did not start (see %s)\n", (master_dir / "brine-web.out").c_str());
+    std::exit(1);
+  }
+  return w;
+}
 
 double RunBaseline(const Stream& stream, const fs::path& dir) {
   fs::create_directories(dir);
@@ -501,6 +611,7 @@ int main(int argc, char** argv) {
     else if (k == "--latency") args.latency_s = std::stod(argv[i + 1]);
     else if (k == "--latency-rate") args.latency_rate = std::stoi(argv[i + 1]);
     else if (k == "--latency-sql") args.latency_sql = std::stoi(argv[i + 1]) != 0;
+    else if (k == "--latency-web") args.latency_web = std::stoi(argv[i + 1]);
     else if (k == "--bin") args.bin = argv[i + 1];
     else if (k == "--keep") args.keep = argv[i + 1];
     else if (k == "--modern-bus") args.modern_bus = std::stoi(argv[i + 1]) != 0;
@@ -609,27 +720,44 @@ int main(int argc, char** argv) {
     }
   }
 
-  // A latency run on a fresh master; with `sql`, beside a brine.sql loop
-  // (the queries run, or the one that failed, in sql_count/sql_failure).
+  // A latency run on a fresh master; beside a brine.sql loop (the queries
+  // run, or the one that failed, in sql_count/sql_failure), or beside
+  // --latency-web browsers on a brine-web process (their page times and stream
+  // bytes in web_pages_ms/web_stream_bytes).
+  enum class Beside { kNothing, kSql, kWeb };
   int sql_count = 0;
   std::string sql_failure;
-  const auto latency_run = [&](const char* name, bool sql) {
+  std::vector<double> web_pages_ms;
+  std::int64_t web_stream_bytes = 0;
+  const auto latency_run = [&](const char* name, Beside beside) {
     const long lat_jobs = std::max(1L, static_cast<long>(args.latency_s * args.latency_rate) / kEventsPerJob);
     std::fprintf(stderr, "%s: %ld jobs at %d events/s...\n", name, lat_jobs, args.latency_rate);
     const Stream ls = BuildStream(lat_jobs, args.minions, args.returns_per_job,
                                   brine::SystemClock().Now() + std::chrono::hours(1));
-    const Master m = StartMaster(args, dir / name);
+    const Master m = StartMaster(args, dir / name, beside == Beside::kWeb ? "brine.web_port: 0\n" : "");
+    // brine-run and brine-web from --bin when there (a wrapper dir may hold brine-master alone).
+    const auto binary = [&](const char* exe) {
+      return fs::exists(args.bin / exe) ? args.bin / exe : fs::path(BRINE_BIN_DIR) / exe;
+    };
     LatencyResult r;
-    if (sql) {
-      const fs::path run =
-          fs::exists(args.bin / "brine-run") ? args.bin / "brine-run" : fs::path(BRINE_BIN_DIR) / "brine-run";
-      QueryLoop loop(run, m,
+    if (beside == Beside::kSql) {
+      QueryLoop loop(binary("brine-run"), m,
                      {{"brine.sql", "SELECT jid, minion, fun, retcode FROM failed_returns"
                                     " WHERE recv_time >= datetime('now', '-1 hour')"},
                       {"brine.sql", "SELECT id, retcode, seconds_after_start FROM salt_returns WHERE jid = :jid",
                        "jid=" + ls.samples.front().jid}});
       r = MeasureLatency(m, ls, args.latency_rate);
       std::tie(sql_count, sql_failure) = loop.Stop();
+    } else if (beside == Beside::kWeb) {
+      const Web web = StartWeb(binary("brine-web"), m.dir);
+      {
+        Browsers browsers(web.port, web.token, args.latency_web, ls.samples.front().jid);
+        r = MeasureLatency(m, ls, args.latency_rate);
+        std::tie(web_pages_ms, web_stream_bytes) = browsers.Stop();
+      }
+      kill(web.pid, SIGTERM);
+      int status = 0;
+      waitpid(web.pid, &status, 0);
     } else {
       r = MeasureLatency(m, ls, args.latency_rate);
     }
@@ -650,14 +778,16 @@ int main(int argc, char** argv) {
   };
   std::optional<LatencyResult> lat;
   std::optional<LatencyResult> lat_sql;
-  if (args.latency_s > 0) lat = latency_run("latency", false);
+  std::optional<LatencyResult> lat_web;
+  if (args.latency_s > 0) lat = latency_run("latency", Beside::kNothing);
   if (args.latency_s > 0 && args.latency_sql) {
-    lat_sql = latency_run("latency-sql", true);
+    lat_sql = latency_run("latency-sql", Beside::kSql);
     if (!sql_failure.empty()) {
       std::fprintf(stderr, "ingest_bench: a brine.sql query beside ingest failed: %s\n", sql_failure.c_str());
       lost = true;
     }
   }
+  if (args.latency_s > 0 && args.latency_web > 0) lat_web = latency_run("latency-web", Beside::kWeb);
 
   const double brine_rate = n / brine.seconds;
   const auto rates = WindowRates(brine);
@@ -735,6 +865,22 @@ int main(int argc, char** argv) {
                 "\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,\"p99_over_plain_ms\":%.2f}\n",
                 args.latency_rate, lat_sql->seconds, lat_sql->ms.size(), sql_count, Percentile(lat_sql->ms, 0.5), p99,
                 lat_sql->ms.empty() ? -1.0 : lat_sql->ms.back(), p99 - Percentile(lat->ms, 0.99));
+  }
+  if (lat && lat_web) {
+    const double p99 = Percentile(lat_web->ms, 0.99);
+    std::printf("  the same beside %d browsers on brine-web (an SSE stream each, %zu page loads, p50 %.1f ms, p99 %.1f ms;"
+                " %.1f MB streamed): p50 %.1f ms, p99 %.1f ms, max %.1f ms; p99 %+.1f ms over the run without them"
+                " (target < +100 ms)\n",
+                args.latency_web, web_pages_ms.size(), Percentile(web_pages_ms, 0.5), Percentile(web_pages_ms, 0.99),
+                static_cast<double>(web_stream_bytes) / 1e6, Percentile(lat_web->ms, 0.5), p99,
+                lat_web->ms.empty() ? -1.0 : lat_web->ms.back(), p99 - Percentile(lat->ms, 0.99));
+    std::printf("{\"bench\":\"ingest_latency_web\",\"rate\":%d,\"seconds\":%.1f,\"samples\":%zu,\"browsers\":%d,"
+                "\"page_loads\":%zu,\"page_p50_ms\":%.2f,\"page_p99_ms\":%.2f,\"stream_bytes\":%lld,"
+                "\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,\"p99_over_plain_ms\":%.2f}\n",
+                args.latency_rate, lat_web->seconds, lat_web->ms.size(), args.latency_web, web_pages_ms.size(),
+                Percentile(web_pages_ms, 0.5), Percentile(web_pages_ms, 0.99),
+                static_cast<long long>(web_stream_bytes), Percentile(lat_web->ms, 0.5), p99,
+                lat_web->ms.empty() ? -1.0 : lat_web->ms.back(), p99 - Percentile(lat->ms, 0.99));
   }
   if (args.keep.empty()) fs::remove_all(dir);
   return lost ? 1 : 0;
