@@ -52,6 +52,52 @@ def run(*argv, **kwargs):
                           **kwargs)
 
 
+def wait_for_file(path, process, what):
+    """Waits (30 s at most) until `process` has created `path`; raises with its stderr if it died."""
+    deadline = time.monotonic() + 30
+    while not os.path.exists(path):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(what + " did not start: " + process.stderr.read().decode())
+        time.sleep(0.05)
+
+
+def stop(process):
+    """SIGTERM, then SIGKILL after 60 s; closes its stderr pipe."""
+    if process is None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stderr is not None:
+        process.stderr.close()
+
+
+def start_web(conf, sock_dir):
+    """Starts brine-web on `conf`; returns (process, login URL, base URL)."""
+    web = subprocess.Popen([os.path.join(BIN_DIR, "brine-web"), "-c", conf],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wait_for_file(os.path.join(sock_dir, "brine_web.token.port"), web, "brine-web")
+    url = run(os.path.join(BIN_DIR, "brine-run"), "-c", conf, "brine.web_url").stdout.decode().strip()
+    return web, url, url[: url.index("/login?")] + "/"
+
+
+def start_chromium(profile_dir):
+    """Headless chromium at 1280x900 that keeps the console log."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--no-first-run", "--window-size=1280,900",
+                "--user-data-dir=" + profile_dir):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    return driver
+
+
 @unittest.skipIf(missing_browser() is not None, "SKIPPED: {}".format(missing_browser()))
 class BrowserTest(unittest.TestCase):
     SIM_JOBS = 6  # jobs brine-sim publishes (test_browser_pages.py asks for a long list)
@@ -70,12 +116,7 @@ class BrowserTest(unittest.TestCase):
         master = subprocess.Popen([os.path.join(BIN_DIR, "brine-master"), "-c", cls.conf],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            pull = os.path.join(cls.dir, "sock", "master_event_pull.ipc")
-            deadline = time.monotonic() + 30
-            while not os.path.exists(pull):
-                if master.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("brine-master did not start: " + master.stderr.read().decode())
-                time.sleep(0.05)
+            wait_for_file(os.path.join(cls.dir, "sock", "master_event_pull.ipc"), master, "brine-master")
             run(os.path.join(BIN_DIR, "brine-sim"), "-c", cls.conf, "--minions", "8", "--jobs", str(cls.SIM_JOBS), "--rate",
                 "unlimited", "--functions", "state.apply,cmd.run", "--seed", "7", "--return-size", "2000")
         finally:
@@ -87,40 +128,15 @@ class BrowserTest(unittest.TestCase):
         jobs = json.loads(run(*brine_run, "--out", "json", "jobs.list_jobs", "search_function=state.apply").stdout)
         cls.state_jid = sorted(jobs)[-1]
 
-        cls.web = subprocess.Popen([os.path.join(BIN_DIR, "brine-web"), "-c", cls.conf],
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        port_file = os.path.join(cls.dir, "sock", "brine_web.token.port")
-        deadline = time.monotonic() + 30
-        while not os.path.exists(port_file):
-            if cls.web.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("brine-web did not start: " + cls.web.stderr.read().decode())
-            time.sleep(0.05)
-        cls.url = run(*brine_run, "brine.web_url").stdout.decode().strip()
-        cls.base = cls.url[: cls.url.index("/login?")] + "/"
-
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                    "--disable-component-update", "--no-first-run", "--window-size=1280,900",
-                    "--user-data-dir=" + os.path.join(cls.dir, "chromium-profile")):
-            options.add_argument(arg)
-        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        cls.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-        cls.driver.set_page_load_timeout(60)
+        cls.web, cls.url, cls.base = start_web(cls.conf, os.path.join(cls.dir, "sock"))
+        cls.driver = start_chromium(os.path.join(cls.dir, "chromium-profile"))
         os.makedirs(SCREENSHOT_DIR, exist_ok=True)
 
     @classmethod
     def tearDownClass(cls):
         if cls.driver is not None:
             cls.driver.quit()
-        if cls.web is not None:
-            cls.web.send_signal(signal.SIGTERM)
-            try:
-                cls.web.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                cls.web.kill()
-                cls.web.wait()
-            cls.web.stderr.close()
+        stop(cls.web)
         cls._tmp.cleanup()
 
     def console_errors(self):

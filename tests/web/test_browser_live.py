@@ -13,35 +13,20 @@ Run: cd tests/web && BRINE_BIN_DIR=$PWD/../../build/bin /usr/bin/python3 -m unit
 """
 
 import os
-import signal
 import subprocess
 import tempfile
 import time
 import unittest
 import urllib.parse
 
-from test_browser import BIN_DIR, CHROMEDRIVER, CHROMIUM, SCREENSHOT_DIR, missing_browser, run
+from test_browser import (BIN_DIR, SCREENSHOT_DIR, missing_browser, run, start_chromium, start_web, stop,
+                          wait_for_file)
 
 try:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # pragma: no cover - reported by the skip below
-    webdriver = None
-
-
-def stop(process):
-    if process is None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-    if process.stderr is not None:
-        process.stderr.close()
+    By = WebDriverWait = None
 
 
 @unittest.skipIf(missing_browser() is not None, "SKIPPED: {}".format(missing_browser()))
@@ -60,33 +45,11 @@ class LiveBrowserTest(unittest.TestCase):
         try:
             cls.master = subprocess.Popen([os.path.join(BIN_DIR, "brine-master"), "-c", cls.conf],
                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            pull = os.path.join(cls.dir, "sock", "master_event_pull.ipc")
-            deadline = time.monotonic() + 30
-            while not os.path.exists(pull):
-                if cls.master.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("brine-master did not start: " + cls.master.stderr.read().decode())
-                time.sleep(0.05)
+            wait_for_file(os.path.join(cls.dir, "sock", "master_event_pull.ipc"), cls.master, "brine-master")
             cls.sim(jobs=4, seed=7)
             cls.brine_run = [os.path.join(BIN_DIR, "brine-run"), "-c", cls.conf]
-            cls.web = subprocess.Popen([os.path.join(BIN_DIR, "brine-web"), "-c", cls.conf],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            port_file = os.path.join(cls.dir, "sock", "brine_web.token.port")
-            deadline = time.monotonic() + 30
-            while not os.path.exists(port_file):
-                if cls.web.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("brine-web did not start: " + cls.web.stderr.read().decode())
-                time.sleep(0.05)
-            cls.url = run(*cls.brine_run, "brine.web_url").stdout.decode().strip()
-            cls.base = cls.url[: cls.url.index("/login?")] + "/"
-            options = webdriver.ChromeOptions()
-            options.binary_location = CHROMIUM
-            for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                        "--disable-component-update", "--no-first-run", "--window-size=1280,900",
-                        "--user-data-dir=" + os.path.join(cls.dir, "chromium-profile")):
-                options.add_argument(arg)
-            options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-            cls.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-            cls.driver.set_page_load_timeout(60)
+            cls.web, cls.url, cls.base = start_web(cls.conf, os.path.join(cls.dir, "sock"))
+            cls.driver = start_chromium(os.path.join(cls.dir, "chromium-profile"))
             cls.driver.get(cls.url)  # logs in; the session cookie stays for the tests
             os.makedirs(SCREENSHOT_DIR, exist_ok=True)
         except BaseException:
