@@ -270,6 +270,8 @@ int main(int argc, char** argv) {
 
   // 1. Server time of /events at several depths (a position in the archive's
   // id range), unfiltered, with a prefix glob, and in JSON; /sql; /queues.
+  // The bench store is SQLite, where an event's id is its arrival time in
+  // microseconds, so the newest id and the oldest arrival bound one range.
   std::int64_t newest = 0;
   std::int64_t oldest = 0;
   {
