@@ -613,10 +613,13 @@ TEST_CASE(
             ->Find("not_states")
             ->as_bool());  // it returned "done", not states
 
-  // A window of the last 30 minutes: only the metadata job and the highstate.
+  // A window of the last 30 minutes counts the whole hour of 09:00 (the
+  // rollups' hours); one from 10:00 holds no job.
   const Value recent = w.Json("/minions?format=json&since=2026-11-26%2009:30:30");
-  REQUIRE(recent.Find("minions")->as_list().size() == 2);
-  CHECK(recent.Find("minions")->as_list()[0].Find("targeted")->as_int() == 2);  // web1
+  CHECK(*recent.FindString("counted_since") == "2026-11-26T09:00:00.000000Z");
+  REQUIRE(recent.Find("minions")->as_list().size() == 5);
+  CHECK(recent.Find("minions")->as_list()[3].Find("targeted")->as_int() == 17);  // web1
+  CHECK(w.Json("/minions?format=json&since=2026-11-26%2010:00:00").Find("minions")->as_list().empty());
   CHECK(w.Get("/minions?since=soon").status == 400);
 
   // Keyset paging on the name.
@@ -725,10 +728,9 @@ TEST_CASE("web pages: the minion report's queries search indexes and never scan 
   for (const std::string& sql : brine::store::MinionReportQueries(database)) {
     std::string plan;
     brine::store::OpenSqlEngine(database)->Run("EXPLAIN QUERY PLAN " + sql,
-                                               {{"jid_min", Value("0")},
-                                                {"jid_end", Value("~")},
+                                               {{"hour_min", Value("0")},
+                                                {"hour_end", Value("~")},
                                                 {"after", Value("")},
-                                                {"only", Value("")},
                                                 {"limit", Value(10)},
                                                 {"minion", Value("web1")},
                                                 {"look_back", Value(5)},
@@ -758,10 +760,9 @@ TEST_CASE(
   Site pg({.database = database});
   for (std::string sql : brine::store::MinionReportQueries(database)) {
     for (const auto& [name, value] :
-         std::vector<std::pair<std::string, std::string>>{{":jid_min", "'0'"},
-                                                          {":jid_end", "'~'"},
+         std::vector<std::pair<std::string, std::string>>{{":hour_min", "'0'"},
+                                                          {":hour_end", "'~'"},
                                                           {":after", "''"},
-                                                          {":only", "''"},
                                                           {":limit", "10"},
                                                           {":minion", "'web1'"},
                                                           {":look_back", "5"},
@@ -1002,14 +1003,16 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "web pages: /minions over a window too big for its budget counts its newest slice and links "
-    "to the rest of the window",
-    "[web][web-pages][minions-partial]") {
-  Site w({.minions_budget = std::chrono::milliseconds(0)});
+    "web pages: /minions counts whole hours of the jobs' start, from the store's rollups, and "
+    "says which",
+    "[web][web-pages][minions-hours]") {
+  Site w;
   {
-    // A job three hours before the others: outside the newest slice (the last hour).
+    // A job three hours before the others (07:00), and one at 07:59.
     auto s = brine::store::OpenStore(w.database);
     s->SaveLoad(JidAt(180), brine::ParseJson(R"({"fun":"cmd.run","arg":["w"],"tgt":"web1"})"),
+                std::vector<std::string>{"web1"});
+    s->SaveLoad(JidAt(121), brine::ParseJson(R"({"fun":"cmd.run","arg":["w"],"tgt":"web1"})"),
                 std::vector<std::string>{"web1"});
   }
   auto web1 = [](const Value& page) {
@@ -1018,41 +1021,28 @@ TEST_CASE(
     }
     return std::int64_t{-1};
   };
-  const std::string since = "2026-11-26T00:00:00.000000Z";
-  const Value partial = w.Json("/minions?format=json&since=" + since);
-  CHECK_FALSE(partial.Find("complete")->as_bool());
-  CHECK(*partial.FindString("counted_since") == "2026-11-26T09:00:00.000000Z");
-  CHECK(web1(partial) == 17);  // the 17 jobs of 09:00..09:59, not the one of 07:00
-  const HttpReply html = w.Get("/minions?since=" + since);
+  const Value all = w.Json("/minions?format=json&since=2026-11-26T00:00:00.000000Z");
+  CHECK(*all.FindString("counted_since") == "2026-11-26T00:00:00.000000Z");
+  CHECK(all.Find("counted_until")->is_null());
+  CHECK(web1(all) == 19);  // the 17 jobs of 09:00..09:59, 07:00 and 07:59
+  // A window from 09:30 counts the whole hour of 09:00; one to 07:30 the whole hour of 07:00.
+  const Value late = w.Json("/minions?format=json&since=2026-11-26T09:30:00.000000Z");
+  CHECK(*late.FindString("counted_since") == "2026-11-26T09:00:00.000000Z");
+  CHECK(web1(late) == 17);
+  const Value early = w.Json(
+      "/minions?format=json&since=2026-11-26T07:10:00.000000Z&until=2026-11-26T07:30:00.000000Z");
+  CHECK(*early.FindString("counted_since") == "2026-11-26T07:00:00.000000Z");
+  CHECK(*early.FindString("counted_until") == "2026-11-26T07:59:59.999999Z");
+  CHECK(web1(early) == 2);
+  const Value none = w.Json(
+      "/minions?format=json&since=2026-11-26T08:00:00.000000Z&until=2026-11-26T08:59:00.000000Z");
+  CHECK(web1(none) == -1);
+  const Value one = w.Json("/minions/web1?format=json&since=2026-11-26T07:10:00.000000Z");
+  CHECK(one.Find("targeted")->as_int() == 19);
+  CHECK(*one.FindString("counted_since") == "2026-11-26T07:00:00.000000Z");
+  const HttpReply html = w.Get("/minions?since=2026-11-26T09:30:00.000000Z");
   REQUIRE(html.status == 200);
-  CHECK_THAT(html.body, Catch::Contains("<p class=\"partial\" id=\"partial\">The time budget ran "
-                                        "out: counted the jobs since "));
-  const std::string rest =
-      "/minions?since=2026-11-26T00%3A00%3A00.000000Z&amp;until=2026-11-26T08%3A59%3A59.999999Z";
-  CHECK_THAT(html.body, Catch::Contains("<a id=\"continue\" href=\"" + rest + "\">"));
-  std::string target = rest;
-  target.replace(target.find("&amp;"), 5, "&");
-  // Under the same budget the rest is partial again (its own newest hour), and goes on.
-  const Value again = w.Json(target + "&format=json");
-  CHECK_FALSE(again.Find("complete")->as_bool());
-  CHECK(*again.FindString("counted_since") == "2026-11-26T07:59:59.999999Z");
-  // A minion's page says the same.
-  const Value one = w.Json("/minions/web1?format=json&since=" + since);
-  CHECK_FALSE(one.Find("complete")->as_bool());
-  CHECK(one.Find("targeted")->as_int() == 17);
-  // With the default budget the whole window is counted.
-  Site whole;
-  {
-    auto s = brine::store::OpenStore(whole.database);
-    s->SaveLoad(JidAt(180), brine::ParseJson(R"({"fun":"cmd.run","arg":["w"],"tgt":"web1"})"),
-                std::vector<std::string>{"web1"});
-  }
-  const Value all = whole.Json("/minions?format=json&since=" + since);
-  CHECK(all.Find("complete")->as_bool());
-  CHECK(*all.FindString("counted_since") == since);
-  CHECK(web1(all) == 18);
-  // The rest of the window that the partial page linked to: the job of 07:00 alone.
-  const Value before = whole.Json(target + "&format=json");
-  CHECK(before.Find("complete")->as_bool());
-  CHECK(web1(before) == 1);
+  CHECK_THAT(html.body, Catch::Contains("<p class=\"muted\" id=\"counted\">Counted by the hour of "
+                                        "each job's start: the jobs from "));
+  CHECK_THAT(html.body, Catch::Contains("2026-11-26T09:00:00"));
 }

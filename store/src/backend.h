@@ -34,6 +34,13 @@
 
 namespace brine::store::detail {
 
+// The tail of a DELETE FROM minion_hour (the minions' hourly rollups,
+// migration 0016 / postgres 0011): only the hours that hold no job any more,
+// whose rows the triggers brought to zero as their jobs were deleted. Both
+// dialects; the hour's jobs are a range of job's jid index.
+inline constexpr const char* kHourHasNoJob =
+    " AND NOT EXISTS (SELECT 1 FROM job WHERE job.jid >= minion_hour.hour AND job.jid < minion_hour.hour || '~')";
+
 // job.load_kind in both layouts.
 enum class LoadKind : int {
   kNone = 0,          // jid seen, no load yet
@@ -177,7 +184,8 @@ class Backend : public RetentionBackend {
   virtual CleanResult PruneOldest(std::int64_t bytes, std::int64_t max_rows) = 0;
   // Replaces this master's counters (OpenOptions::master_id).
   virtual void PutCounters(const std::vector<std::pair<std::string, std::int64_t>>& counters) = 0;
-  // Store::PutMasterInfo, AddHourlyCounts, ForgetHoursBefore (master_status.cpp).
+  // Store::PutMasterInfo, AddHourlyCounts, ForgetHoursBefore (master_status.cpp;
+  // ForgetHoursBefore also forgets the minions' rollups of hours with no job left).
   virtual void PutMasterInfo(const MasterInfo& info) = 0;
   virtual void AddHourlyCounts(std::span<const HourCounts> hours) = 0;
   virtual void ForgetHoursBefore(std::int64_t before_us) = 0;

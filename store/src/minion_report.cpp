@@ -15,13 +15,15 @@ namespace brine::store {
 namespace {
 
 struct Dialect {
-  // On SQLite both covering indexes answer, as minion_job_outcome does
-  // (migration 0008): no return row is read, 2.6 times faster than reading
-  // retcode and success from each return (3,000 jobs x 200 minions: 0.31 s
-  // against 0.80 s).
-  // :jid_min (inclusive), :jid_end (exclusive), :after, :only, :limit.
+  // The rollups of migration 0016 / postgres 0011 (minion_hour), summed over
+  // the window's hours: names in order from minion's name index, each one a
+  // range of minion_hour's primary key; minions whose sums are all zero (no
+  // job of the window expected them) are left out.
+  // :hour_min (inclusive), :hour_end (exclusive), :after, :limit.
   // Columns: name, targeted, returned, failed.
   const char* records;
+  // The same for one minion. :hour_min, :hour_end, :minion.
+  const char* one_record;
   // :minion, :look_back. Columns: jid, fun, load, arrival (µs).
   const char* state_jobs;
   // :minion, :jid. Column: full_ret.
@@ -36,18 +38,16 @@ constexpr const char* kOneReturn =
 
 constexpr Dialect kSqlite = {
     .records =
-        "SELECT m.name, count(*), count(r.id), count(f.id)"
-        " FROM job AS j"
-        " JOIN job_minion AS jm ON jm.job_id = j.id"
-        " JOIN minion AS m ON m.id = jm.minion_id"
-        " LEFT JOIN ret AS r INDEXED BY ret_job_minion"
-        "  ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
-        " LEFT JOIN ret AS f INDEXED BY ret_failed_job"
-        "  ON f.job_id = jm.job_id AND f.minion_id = jm.minion_id"
-        "  AND (f.retcode <> 0 OR f.success = 0)"
-        " WHERE j.jid >= :jid_min AND j.jid < :jid_end"
-        " AND m.name > :after AND (:only = '' OR m.name = :only)"
-        " GROUP BY m.id, m.name ORDER BY m.name LIMIT :limit",
+        "SELECT m.name, sum(h.targeted), sum(h.returned), sum(h.failed)"
+        " FROM minion AS m JOIN minion_hour AS h"
+        " ON h.minion_id = m.id AND h.hour >= :hour_min AND h.hour < :hour_end"
+        " WHERE m.name > :after"
+        " GROUP BY m.name HAVING sum(h.targeted) > 0 ORDER BY m.name LIMIT :limit",
+    .one_record =
+        "SELECT m.name, sum(h.targeted), sum(h.returned), sum(h.failed)"
+        " FROM minion AS m JOIN minion_hour AS h"
+        " ON h.minion_id = m.id AND h.hour >= :hour_min AND h.hour < :hour_end"
+        " WHERE m.name = :minion GROUP BY m.name HAVING sum(h.targeted) > 0",
     .state_jobs =
         "SELECT j.jid, j.fun, j.load, r.recv_us FROM ret AS r JOIN job AS j ON j.id = r.job_id"
         " WHERE r.minion_id = (SELECT id FROM minion WHERE name = :minion)"
@@ -56,18 +56,20 @@ constexpr Dialect kSqlite = {
     .one_return = kOneReturn,
 };
 
-// Names compare as bytes (COLLATE "C"), as on SQLite, so paging agrees.
+// Names compare as bytes (COLLATE "C"), as on SQLite, so paging agrees; the
+// sums add the writers' rows (postgres 0011).
 constexpr Dialect kPostgres = {
     .records =
-        "SELECT m.name, count(*), count(r.id),"
-        " count(*) FILTER (WHERE r.retcode <> 0 OR NOT r.success)"
-        " FROM job AS j"
-        " JOIN job_minion AS jm ON jm.job_id = j.id"
-        " JOIN minion AS m ON m.id = jm.minion_id"
-        " LEFT JOIN ret AS r ON r.job_id = jm.job_id AND r.minion_id = jm.minion_id"
-        " WHERE j.jid >= :jid_min AND j.jid < :jid_end"
-        " AND m.name COLLATE \"C\" > :after AND (:only = '' OR m.name = :only)"
-        " GROUP BY m.id, m.name ORDER BY m.name COLLATE \"C\" LIMIT :limit",
+        "SELECT m.name, sum(h.targeted)::bigint, sum(h.returned)::bigint, sum(h.failed)::bigint"
+        " FROM minion AS m JOIN minion_hour AS h"
+        " ON h.minion_id = m.id AND h.hour >= :hour_min AND h.hour < :hour_end"
+        " WHERE m.name COLLATE \"C\" > :after"
+        " GROUP BY m.name HAVING sum(h.targeted) > 0 ORDER BY m.name COLLATE \"C\" LIMIT :limit",
+    .one_record =
+        "SELECT m.name, sum(h.targeted)::bigint, sum(h.returned)::bigint, sum(h.failed)::bigint"
+        " FROM minion AS m JOIN minion_hour AS h"
+        " ON h.minion_id = m.id AND h.hour >= :hour_min AND h.hour < :hour_end"
+        " WHERE m.name = :minion GROUP BY m.name HAVING sum(h.targeted) > 0",
     .state_jobs =
         "SELECT j.jid, j.fun, j.load, (extract(epoch FROM r.recv) * 1000000)::bigint"
         " FROM ret AS r JOIN job AS j ON j.id = r.job_id"
@@ -145,6 +147,8 @@ void CountStates(const Value& full_ret, StateRun& run) {
   for (auto& [n, id] : failed) run.failed_ids.push_back(std::move(id));
 }
 
+Micros HourOf(Micros t) { return date::floor<std::chrono::hours>(t); }
+
 std::chrono::milliseconds Left(std::chrono::steady_clock::time_point deadline) {
   return std::max(std::chrono::milliseconds(1),
                   std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -176,53 +180,31 @@ std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d,
 
 MinionRecords ReadMinionRecords(const std::string& database, const MinionReportOptions& options) {
   const auto engine = OpenSqlEngine(database);
-  const auto started = std::chrono::steady_clock::now();
-  const auto deadline = started + options.timeout;
-  const auto slices_deadline = std::min(deadline, started + options.slices_budget);
+  const auto deadline = std::chrono::steady_clock::now() + options.timeout;
+  const Dialect& d = DialectOf(database);
   MinionRecords out;
-  // Per slice the names after `after`, at most `limit`: a name among the
-  // first `limit` of the whole window is among the first `limit` of every
-  // slice that holds it, so merging the slices loses no count.
-  std::map<std::string, MinionRecord> merged;  // std::string orders bytes as unsigned
-  std::string jid_end = options.until ? FormatJid(*options.until) + "~" : "~";
-  Micros edge = options.until.value_or(options.now);
-  std::chrono::microseconds width = std::chrono::hours(1);
-  for (bool newest = true;; newest = false) {
-    if (!newest && std::chrono::steady_clock::now() >= slices_deadline) {
-      out.complete = false;
-      break;
-    }
-    const Micros from = std::max(options.since, edge - width);
-    const std::string jid_min = FormatJid(from);
-    std::vector<std::vector<Value>> rows;
-    try {
-      rows = Rows(*engine, DialectOf(database).records,
-                  {{"jid_min", Value(jid_min)},
-                   {"jid_end", Value(jid_end)},
-                   {"after", Value(options.after)},
-                   {"only", Value(options.only)},
-                   {"limit", Value(options.limit)}},
-                  newest ? Left(deadline) : Left(slices_deadline));
-    } catch (const SqlTimeoutError&) {
-      if (newest) throw;
-      out.complete = false;
-      break;
-    }
-    for (const auto& row : rows) {
-      MinionRecord& r = merged[row[0].as_string()];
-      r.minion = row[0].as_string();
-      r.targeted += IntOf(row[1]);
-      r.returned += IntOf(row[2]);
-      r.failed += IntOf(row[3]);
-    }
-    out.counted_since = from;
-    if (from <= options.since) break;
-    jid_end = jid_min;
-    edge = from;
-    width *= 2;
-  }
-  for (auto& [name, r] : merged) {
-    if (static_cast<std::int64_t>(out.minions.size()) >= options.limit) break;
+  // Whole hours: the hour that holds `since` and the one that holds `until`
+  // are counted whole (a jid's first ten characters are its hour).
+  const std::string hour_min = FormatJid(options.since).substr(0, 10);
+  const std::string hour_end = options.until ? FormatJid(*options.until).substr(0, 10) + "~" : "~";
+  out.counted_since = HourOf(options.since);
+  if (options.until) out.counted_until = HourOf(*options.until) + std::chrono::hours(1) - std::chrono::microseconds(1);
+  const auto rows =
+      options.only.empty()
+          ? Rows(*engine, d.records,
+                 {{"hour_min", Value(hour_min)},
+                  {"hour_end", Value(hour_end)},
+                  {"after", Value(options.after)},
+                  {"limit", Value(options.limit)}},
+                 Left(deadline))
+          : Rows(*engine, d.one_record,
+                 {{"hour_min", Value(hour_min)}, {"hour_end", Value(hour_end)}, {"minion", Value(options.only)}},
+                 Left(deadline));
+  for (const auto& row : rows) {
+    MinionRecord r{.minion = row[0].as_string(),
+                   .targeted = IntOf(row[1]),
+                   .returned = IntOf(row[2]),
+                   .failed = IntOf(row[3])};
     r.missing = r.targeted - r.returned;
     out.minions.push_back(std::move(r));
   }
@@ -265,7 +247,7 @@ std::vector<std::optional<StateRun>> ReadLastHighstates(const std::string& datab
 
 std::vector<std::string> MinionReportQueries(const std::string& database) {
   const Dialect& d = DialectOf(database);
-  return {d.records, d.state_jobs, d.one_return};
+  return {d.records, d.one_record, d.state_jobs, d.one_return};
 }
 
 }  // namespace brine::store

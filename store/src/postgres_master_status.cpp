@@ -1,6 +1,7 @@
 // PostgresBackend: master_status.sql's tables, brine-master's status row and
 // hourly rollups (master_status.h has the readers' shapes). Writes are
 // deferred into the batch's pipeline as every write is.
+#include "brine/core/jid.h"
 #include "postgres_backend.h"
 #include "postgres_arrays.h"
 
@@ -37,6 +38,10 @@ void PostgresBackend::AddHourlyCounts(std::span<const HourCounts> hours) {
 
 void PostgresBackend::ForgetHoursBefore(std::int64_t before_us) {
   Defer("DELETE FROM master_hour WHERE hour_us + 3600000000 <= $1::bigint", {O(Int(before_us))});
+  // The minions' rollups (postgres 0011) of an hour before the cut with no
+  // job left; a dropped day's went with its partitions (DropJobDays).
+  Defer(std::string("DELETE FROM minion_hour WHERE hour < $1") + kHourHasNoJob,
+        {O(FormatJid(FromUnixMicros(before_us)).substr(0, 10))});
 }
 
 std::vector<std::pair<std::string, MasterInfo>> PostgresBackend::GetMasterInfos() {

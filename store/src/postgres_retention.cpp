@@ -187,6 +187,11 @@ void PostgresBackend::DropJobDays(const std::vector<JobClass>& classes, Micros b
                     std::string(jobs.text(0, 1)) + " AND job_id IN (SELECT id FROM job WHERE part_day = $1::date)",
                 {params[0]});
     }
+    // Dropped partitions fire no trigger: the minions' rollups (postgres
+    // 0011) of the day's hours go with them, all the jobs of those hours
+    // being the day's.
+    Db().Exec("DELETE FROM minion_hour WHERE hour IN (SELECT DISTINCT substr(jid, 1, 10) FROM job"
+              " WHERE part_day = $1::date)", {params[0]});
     Db().Exec("DROP TABLE " + ret_p + ", job_minion_p" + DayText(day, false));
     result.returns += ids.integer(0, 2);
     result.jobs += Db().Exec("DELETE FROM job WHERE part_day = $1::date", {params[0]}).affected();

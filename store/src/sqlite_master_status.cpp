@@ -1,5 +1,6 @@
 // SqliteBackend: master_status.sql's tables, brine-master's status row and
 // hourly rollups (master_status.h has the readers' shapes).
+#include "brine/core/jid.h"
 #include "sqlite_backend.h"
 
 namespace brine::store::detail {
@@ -40,6 +41,12 @@ void SqliteBackend::ForgetHoursBefore(std::int64_t before_us) {
   auto& q = Stmt("DELETE FROM master_hour WHERE hour_us + 3600000000 <= ?");
   q.bind(1, before_us);
   q.exec();
+  // The minions' rollups (0016) of an hour before the cut with no job left:
+  // the triggers brought them to zero as the jobs went.
+  static const std::string forget = std::string("DELETE FROM minion_hour WHERE hour < ?1") + kHourHasNoJob;
+  auto& m = Stmt(forget.c_str());
+  m.bind(1, FormatJid(FromUnixMicros(before_us)).substr(0, 10));
+  m.exec();
 }
 
 std::vector<std::pair<std::string, MasterInfo>> SqliteBackend::GetMasterInfos() {

@@ -3,10 +3,10 @@
 // missing; when it was last seen (its latest return, start or salt/auth
 // event, as manage.up reads it); and its last highstate (state.highstate, or
 // state.apply without state names) with its succeeded, changed and failed
-// states. Alcali's conformity view, read through store/minion_report.h: the
-// window's jobs by jid, never the whole store, a page of minions at a time
-// (after=<name>), under a budget: newest slices first, and a partial page
-// with a link to the rest of the window when the budget runs out.
+// states. Alcali's conformity view, read through store/minion_report.h from
+// the store's hourly rollups per minion (so the window counts whole hours of
+// the jobs' start, which the page says), a page of minions at a time
+// (after=<name>), under a budget.
 #include <charconv>
 
 #include "brine/core/json.h"
@@ -78,42 +78,28 @@ Html WindowForm(const PageContext& ctx, const Request& request, const Window& w,
              "\" placeholder=\"now\"></label> <button type=\"submit\">Show</button></form>");
 }
 
-// The report's options for window `w`: newest first, in slices, under the page's budget.
-store::MinionReportOptions ReportOptions(const Window& w, Micros now,
-                                         std::chrono::milliseconds slices_budget) {
-  return {.since = w.since,
-          .until = w.until,
-          .now = now,
-          .timeout = kBudget,
-          .slices_budget = std::min(slices_budget, kBudget)};
+// The report's options for window `w`, under the page's budget.
+store::MinionReportOptions ReportOptions(const Window& w) {
+  return {.since = w.since, .until = w.until, .timeout = kBudget};
 }
 
-// A partial page's note: how far back it counted, and a link to the rest of
-// the window (the same view over [since, counted_since - 1 µs]).
-Html PartialNote(const PageContext& ctx, const Request& request, const Window& w,
-                 const store::MinionRecords& r, const std::string& action) {
-  if (r.complete) return Html();
-  const QueryPairs rest =
-      With(With(ViewOf(request, {"after", "format", "since", "until"}), "since", IsoTime(w.since)),
-           "until", IsoTime(r.counted_since - std::chrono::microseconds(1)));
-  return Html::Literal(
-             "<p class=\"partial\" id=\"partial\">The time budget ran out: counted the jobs "
-             "since ") +
-         TimeElement(r.counted_since) + Html::Literal(" only; <a id=\"continue\" href=\"") +
-         Escape(ctx.base_path + action + QueryString(rest)) +
-         Html::Literal("\">the window's jobs before them</a>.</p>");
+// Which jobs the counts are of: the window widened to whole hours.
+Html CountedNote(const store::MinionRecords& r) {
+  Html h = Html::Literal("<p class=\"muted\" id=\"counted\">Counted by the hour of each job's start: the jobs from ") +
+           TimeElement(r.counted_since);
+  if (r.counted_until) h += Html::Literal(" to ") + TimeElement(*r.counted_until);
+  return h + Html::Literal(".</p>");
 }
 
-// Whether the counts are the whole window's, as the JSON says it.
+// The jobs the counts are of, as the JSON says it.
 void AddCoverage(ValueMap& out, const store::MinionRecords& r) {
-  out.emplace_back("complete", r.complete);
   out.emplace_back("counted_since", IsoTime(r.counted_since));
+  out.emplace_back("counted_until", TimeJson(r.counted_until));
 }
 
 Response TooBig(const PageContext& ctx, const std::string& format) {
   const std::string message =
-      "the window's newest hour holds more jobs than the time budget can read: narrow it (since, "
-      "until)";
+      "the minion report ran out of its time budget: the store is busy, try again";
   if (format == "json" || format == "csv")
     return JsonResponse(503, Value::Map({{"error", message}}));
   return HtmlResponse(503,
@@ -125,7 +111,7 @@ Response TooBig(const PageContext& ctx, const std::string& format) {
 }  // namespace
 
 Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
-                     const Request& request, Micros now, std::chrono::milliseconds slices_budget) {
+                     const Request& request, Micros now) {
   const std::string format = request.Query("format");
   const auto window = WindowOf(request, now);
   if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
@@ -142,7 +128,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
   std::vector<std::optional<store::StateRun>> runs;
   try {
     const auto started = std::chrono::steady_clock::now();
-    store::MinionReportOptions options = ReportOptions(w, now, slices_budget);
+    store::MinionReportOptions options = ReportOptions(w);
     options.after = request.Query("after");
     options.limit = limit;
     report = store::ReadMinionRecords(database, options);
@@ -192,7 +178,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
                        "minions.csv");
   }
   Html body = Html::Literal("<h1>Minions</h1>") + WindowForm(ctx, request, w, "minions") +
-              PartialNote(ctx, request, w, report, "minions");
+              CountedNote(report);
   if (records.empty())
     body += Html::Literal("<p id=\"no-minions\">No job of the window expected a minion.</p>");
   if (!records.empty()) {
@@ -238,8 +224,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
 }
 
 Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
-                    const std::string& minion, const Request& request, Micros now,
-                    std::chrono::milliseconds slices_budget) {
+                    const std::string& minion, const Request& request, Micros now) {
   const std::string format = request.Query("format");
   const auto window = WindowOf(request, now);
   if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
@@ -247,7 +232,7 @@ Response MinionPage(const PageContext& ctx, const std::filesystem::path& databas
   store::MinionRecords report;
   std::optional<store::StateRun> run;
   try {
-    store::MinionReportOptions options = ReportOptions(w, now, slices_budget);
+    store::MinionReportOptions options = ReportOptions(w);
     options.only = minion;
     options.limit = 1;
     report = store::ReadMinionRecords(database, options);
@@ -267,7 +252,7 @@ Response MinionPage(const PageContext& ctx, const std::filesystem::path& databas
   Html body = Html::Literal("<h1>Minion <span id=\"minion\">") + Escape(minion) +
               Html::Literal("</span></h1>") +
               WindowForm(ctx, request, w, "minions/" + UrlEncode(minion)) +
-              PartialNote(ctx, request, w, report, "minions/" + UrlEncode(minion));
+              CountedNote(report);
   body += Html::Literal("<table id=\"record\"><tbody><tr><th>Targeted</th><td class=\"num\">") +
           Escape(std::to_string(record.targeted)) +
           Html::Literal("</td></tr><tr><th>Returned</th><td class=\"num\">") +

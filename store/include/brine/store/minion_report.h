@@ -5,10 +5,10 @@
 // it, a connection per call, under a time budget), with one text per dialect
 // chosen here.
 //
-// Cost (docs/web.md, "/minions"): ReadMinionRecords reads the window's jobs
-// through the jid index, a slice of the window at a time, their expected
-// minions (job_minion's primary key) and each one's return (ret's (job_id, minion_id) index),
-// grouped by minion: proportional to the window's (job, expected minion) pairs, never to the store;
+// Cost (docs/web.md, "/minions"): ReadMinionRecords reads the store's hourly
+// rollups per minion (minion_hour, migration 0016 / postgres 0011, which
+// triggers keep exact): for each minion of the page in name order, a range of
+// the window's hours in minion_hour's primary key, never the jobs themselves;
 // plus each minion's last sign of life as presence reads it (minion_activity.h): per minion of the
 // fleet one descending search of ret_minion (minion_id, job_id), the start events (one per minion)
 // and the salt/auth events since the window's start, through event_tag. ReadStateRuns is one
@@ -46,10 +46,11 @@ struct MinionRecord {
 struct MinionReportOptions {
   // The window: the jobs whose jid is in [FormatJid(since), FormatJid(until)]
   // (the bare 20 digits of `until` and any suffix after them included);
-  // without `until`, every jid from `since` on.
+  // without `until`, every jid from `since` on. Counted in whole hours of
+  // the jobs' start (the rollups'): the hour that holds `since` and the one
+  // that holds `until` count whole (MinionRecords says which).
   Micros since{};
   std::optional<Micros> until;
-  Micros now{};  // where a window without `until` ends, for its slices
   // Keyset paging: only minions whose name sorts after this one (bytes).
   std::string after;
   // When not empty: this minion only.
@@ -57,30 +58,23 @@ struct MinionReportOptions {
   std::int64_t limit = 100;  // minions per answer
   // The budget of the whole call.
   std::chrono::milliseconds timeout{5000};
-  // The window is read newest first in slices: the newest one hour wide,
-  // each older one twice as wide as the one after it (1 h, 2 h, 4 h, ...),
-  // the oldest cut at `since`. The newest slice is always read; an older
-  // one only while this much time has not gone (and it stops at it).
-  std::chrono::milliseconds slices_budget{3000};
 };
 
 // What ReadMinionRecords found.
 struct MinionRecords {
   std::vector<MinionRecord> minions;
-  // False when the slices' budget ran out before the window's start: the
-  // counts are of the window's jobs from `counted_since` on only (a jid of
-  // exactly FormatJid(counted_since) included); the jobs before it are the
-  // window [since, counted_since - 1 µs].
-  bool complete = true;
+  // The jobs counted: those that started from `counted_since` (the start of
+  // the hour that holds `since`) to `counted_until` (the last microsecond of
+  // the hour that holds `until`; nullopt: no end).
   Micros counted_since{};
+  std::optional<Micros> counted_until;
 };
 
 // The minions the window's jobs expected, in name order (bytes), after
 // `after`, at most `limit`. With `only`: that minion's record, or when the
 // window's jobs did not expect it but it was seen, zero counts and its
 // last_seen (nothing when neither). Throws SqlTimeoutError when the budget
-// runs out before the newest slice is read, StoreError when the store
-// cannot be read.
+// runs out, StoreError when the store cannot be read.
 [[nodiscard]] MinionRecords ReadMinionRecords(const std::string& database,
                                               const MinionReportOptions& options);
 

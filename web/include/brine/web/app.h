@@ -63,9 +63,6 @@ class App {
     // The pages' settings (web/src/pages.h).
     std::vector<std::string> hide_functions;          // brine.web_hide_functions
     std::chrono::milliseconds page_budget{2000};      // /jobs's time budget for unindexed filters
-    // /minions: older slices of the window are read until this much time has
-    // gone (the page's whole budget is 5 s); then a partial page.
-    std::chrono::milliseconds minions_budget{3000};
     std::chrono::seconds active_window{300};          // brine.active_window_s, for /active
     // The live pages (/events, /events/stream, /sql) and the metrics:
     std::chrono::milliseconds sql_timeout{5000};   // brine.web_sql_timeout_s
