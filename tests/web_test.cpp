@@ -346,7 +346,7 @@ TEST_CASE("web: X-Remote-User names the user only when trusted and from a loopba
   InProcess on({.trust_remote_user = true});
   HttpReply r = Http(on.port(), "GET", "/queues", {{"X-Remote-User", "<alice>"}});
   CHECK(r.status == 200);
-  CHECK_THAT(r.body, Catch::Contains("&lt;alice&gt;"));
+  CHECK_THAT(r.body, Catch::Contains("<span class=\"muted\" id=\"user\">&lt;alice&gt;</span>"));
 }
 
 TEST_CASE("web: /queues shows names, lengths and items, as JSON and as guarded CSV", "[web]") {
@@ -355,6 +355,8 @@ TEST_CASE("web: /queues shows names, lengths and items, as JSON and as guarded C
   HttpReply html = Http(w.port(), "GET", "/queues", s);
   CHECK(html.status == 200);
   CHECK_THAT(html.body, Catch::Contains("<td class=\"queue-name\">salt-jobs</td><td class=\"queue-length\">2</td>"));
+  // A token login names nobody: no user in the header (only a trusted proxy's user shows).
+  CHECK(html.body.find("id=\"user\"") == std::string::npos);
   CHECK_THAT(html.body, Catch::Contains("&lt;script&gt;x&lt;/script&gt;"));
   CHECK(html.body.find("<script>x") == std::string::npos);
   HttpReply json = Http(w.port(), "GET", "/queues?format=json", s);

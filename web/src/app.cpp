@@ -195,7 +195,9 @@ Response App::Login(const Request& request) {
     limiter_.Failed();
     return form_page(403, "Wrong token.");
   }
-  return StartSession("token");
+  // A token names nobody: the header names a user only when a trusted
+  // proxy gave one (brine.web_trust_remote_user).
+  return StartSession("");
 }
 
 Response App::Logout(const Request& request, const Sessions::Session& session, const std::string& session_id) {
