@@ -734,6 +734,7 @@ TEST_CASE("web pages: the minion report's queries search indexes and never scan 
                                                 {"limit", Value(10)},
                                                 {"minion", Value("web1")},
                                                 {"look_back", Value(5)},
+                                                {"cut", Value(0)},
                                                 {"jid", Value(JidAt(1))}},
                                                {}, [&](brine::store::SqlResult&& r) {
                                                  for (const auto& row : r.rows)
@@ -766,6 +767,7 @@ TEST_CASE(
                                                           {":limit", "10"},
                                                           {":minion", "'web1'"},
                                                           {":look_back", "5"},
+                                                          {":cut", "0"},
                                                           {":jid", "'" + JidAt(1) + "'"}}) {
       for (auto at = sql.find(name); at != std::string::npos; at = sql.find(name))
         sql.replace(at, name.size(), value);

@@ -33,6 +33,26 @@ constexpr ActivityQueries kPostgres = {
               " AND job_id IS NULL GROUP BY tag",
 };
 
+constexpr ActivityOfQueries kSqliteOf = {
+    .returns = "SELECT (SELECT r.recv_us FROM ret AS r WHERE r.minion_id = m.id ORDER BY r.job_id DESC LIMIT 1)"
+               " FROM minion AS m WHERE m.name = :minion",
+    .auth = "SELECT max(id) FROM event WHERE tag = 'salt/auth' AND job_id IS NULL"
+            " AND json_extract(data, '$.id') = :minion AND id >= :cut"
+            " AND coalesce(json_extract(data, '$.act'), 'accept') = 'accept'",
+    .start = "SELECT max(id) FROM event WHERE tag = 'salt/minion/' || :minion || '/start' AND job_id IS NULL",
+};
+
+constexpr ActivityOfQueries kPostgresOf = {
+    .returns = "SELECT (SELECT (extract(epoch FROM r.recv) * 1000000)::bigint FROM ret AS r"
+               " WHERE r.minion_id = m.id ORDER BY r.job_id DESC LIMIT 1) FROM minion AS m WHERE m.name = :minion",
+    .auth = "SELECT (extract(epoch FROM max(received)) * 1000000)::bigint FROM event"
+            " WHERE tag = 'salt/auth' AND job_id IS NULL AND brine_jsonb(data) ->> 'id' = :minion"
+            " AND received >= to_timestamp(:cut / 1000000.0)"
+            " AND coalesce(brine_jsonb(data) ->> 'act', 'accept') = 'accept'",
+    .start = "SELECT (extract(epoch FROM max(received)) * 1000000)::bigint FROM event"
+             " WHERE tag = 'salt/minion/' || :minion || '/start' AND job_id IS NULL",
+};
+
 std::int64_t IntOf(const Value& v) {
   if (v.is_int()) return v.kind() == Value::Kind::kInt ? v.as_int() : static_cast<std::int64_t>(v.as_uint());
   if (v.is_float()) return static_cast<std::int64_t>(v.as_float());
@@ -44,6 +64,28 @@ std::int64_t IntOf(const Value& v) {
 
 const ActivityQueries& ActivityQueriesOf(const std::string& database) {
   return IsServerDatabaseUri(database) ? kPostgres : kSqlite;
+}
+
+const ActivityOfQueries& ActivityOfQueriesOf(const std::string& database) {
+  return IsServerDatabaseUri(database) ? kPostgresOf : kSqliteOf;
+}
+
+std::map<std::string, std::int64_t> ReadActivityOf(const std::string& database, const std::vector<std::string>& minions,
+                                                   std::int64_t cut_us, const ActivityRows& rows) {
+  const ActivityOfQueries& q = ActivityOfQueriesOf(database);
+  std::map<std::string, std::int64_t> newest;
+  for (const std::string& minion : minions) {
+    const ValueMap name{{"minion", Value(minion)}};
+    const ValueMap name_cut{{"minion", Value(minion)}, {"cut", Value(static_cast<long long>(cut_us))}};
+    for (const auto& [sql, params] : {std::pair(q.returns, &name), std::pair(q.start, &name), std::pair(q.auth, &name_cut)}) {
+      for (const auto& row : rows(sql, *params)) {
+        if (row.empty() || row[0].is_null()) continue;
+        const auto [at, fresh] = newest.emplace(minion, IntOf(row[0]));
+        if (!fresh) at->second = std::max(at->second, IntOf(row[0]));
+      }
+    }
+  }
+  return newest;
 }
 
 std::map<std::string, std::optional<std::int64_t>> ReadMinionActivity(const std::string& database,

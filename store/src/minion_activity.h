@@ -40,6 +40,17 @@ struct ActivityQueries {
 // The texts for `database`'s kind (a SQLite path or a postgresql:// URI).
 [[nodiscard]] const ActivityQueries& ActivityQueriesOf(const std::string& database);
 
+// The same signs of life for one minion (:minion), each one index search:
+// ret_minion's newest entry, event_tag's salt/minion/<id>/start, and
+// event_auth_minion (migration 0016 / postgres 0011) from :cut. Each gives
+// one row of one column, the arrival in µs (NULL: none).
+struct ActivityOfQueries {
+  const char* returns;
+  const char* auth;
+  const char* start;
+};
+[[nodiscard]] const ActivityOfQueries& ActivityOfQueriesOf(const std::string& database);
+
 // Runs one text with its parameters and hands back every row (the caller's
 // engine, under the caller's time budget; it throws as that engine does).
 using ActivityRows = std::function<std::vector<std::vector<Value>>(const char* sql, const ValueMap& params)>;
@@ -50,5 +61,12 @@ using ActivityRows = std::function<std::vector<std::vector<Value>>(const char* s
 // ever targeted). A salt/auth event before `cut_us` is not looked at.
 [[nodiscard]] std::map<std::string, std::optional<std::int64_t>> ReadMinionActivity(
     const std::string& database, std::int64_t cut_us, const ActivityRows& rows);
+
+// The newest sign of life of each of `minions` (as ReadMinionActivity reads
+// the fleet's; a name with none is absent), through ActivityOfQueries: three
+// index searches a minion, for a page of minions.
+[[nodiscard]] std::map<std::string, std::int64_t> ReadActivityOf(const std::string& database,
+                                                                 const std::vector<std::string>& minions,
+                                                                 std::int64_t cut_us, const ActivityRows& rows);
 
 }  // namespace brine::store::detail

@@ -208,22 +208,21 @@ MinionRecords ReadMinionRecords(const std::string& database, const MinionReportO
     r.missing = r.targeted - r.returned;
     out.minions.push_back(std::move(r));
   }
-  std::map<std::string, std::optional<std::int64_t>> seen;
-  if (!out.minions.empty() || !options.only.empty()) {
-    seen = detail::ReadMinionActivity(
-        database, ToUnixMicros(options.since), [&](const char* sql, const ValueMap& params) {
-          if (std::chrono::steady_clock::now() >= deadline)
-            throw SqlTimeoutError("minion report: the read ran out of its time budget");
-          return Rows(*engine, sql, params, Left(deadline));
-        });
-  }
+  std::vector<std::string> names;
+  for (const MinionRecord& r : out.minions) names.push_back(r.minion);
+  if (names.empty() && !options.only.empty()) names.push_back(options.only);
+  const std::map<std::string, std::int64_t> seen = detail::ReadActivityOf(
+      database, names, ToUnixMicros(options.since), [&](const char* sql, const ValueMap& params) {
+        if (std::chrono::steady_clock::now() >= deadline)
+          throw SqlTimeoutError("minion report: the read ran out of its time budget");
+        return Rows(*engine, sql, params, Left(deadline));
+      });
   for (MinionRecord& r : out.minions) {
-    if (const auto at = seen.find(r.minion); at != seen.end() && at->second)
-      r.last_seen = FromUnixMicros(*at->second);
+    if (const auto at = seen.find(r.minion); at != seen.end()) r.last_seen = FromUnixMicros(at->second);
   }
   if (out.minions.empty() && !options.only.empty()) {
-    if (const auto at = seen.find(options.only); at != seen.end() && at->second)
-      out.minions.push_back({.minion = options.only, .last_seen = FromUnixMicros(*at->second)});
+    if (const auto at = seen.find(options.only); at != seen.end())
+      out.minions.push_back({.minion = options.only, .last_seen = FromUnixMicros(at->second)});
   }
   return out;
 }
@@ -247,7 +246,8 @@ std::vector<std::optional<StateRun>> ReadLastHighstates(const std::string& datab
 
 std::vector<std::string> MinionReportQueries(const std::string& database) {
   const Dialect& d = DialectOf(database);
-  return {d.records, d.one_record, d.state_jobs, d.one_return};
+  const detail::ActivityOfQueries& a = detail::ActivityOfQueriesOf(database);
+  return {d.records, d.one_record, d.state_jobs, d.one_return, a.returns, a.auth, a.start};
 }
 
 }  // namespace brine::store

@@ -9,11 +9,11 @@
 // rollups per minion (minion_hour, migration 0016 / postgres 0011, which
 // triggers keep exact): for each minion of the page in name order, a range of
 // the window's hours in minion_hour's primary key, never the jobs themselves;
-// plus each minion's last sign of life as presence reads it (minion_activity.h): per minion of the
-// fleet one descending search of ret_minion (minion_id, job_id), the start events (one per minion)
-// and the salt/auth events since the window's start, through event_tag. ReadStateRuns is one
-// descending search of ret_minion for that minion, joined to job by key. Neither scans ret or event
-// (tests/web_pages_test.cpp checks both plans).
+// plus each listed minion's last sign of life as presence reads it (minion_activity.h), three
+// index searches a minion: the newest entry of ret_minion (minion_id, job_id), its start event in
+// event_tag, and its newest salt/auth event since the window's start in event_auth_minion.
+// ReadLastHighstates is per minion one descending search of ret_minion, joined to job by key.
+// None scans ret or event (tests/web_pages_test.cpp checks the plans).
 #pragma once
 
 #include <chrono>

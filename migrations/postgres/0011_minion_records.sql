@@ -1,6 +1,6 @@
--- 0011_minion_hours (issue 28): each minion's record per hour, kept by the
--- store itself; the SQLite migration 0016_minion_hours says why and what the
--- sums count. Two differences:
+-- 0011_minion_records (issue 28): each minion's record per hour, kept by the
+-- store itself, and its salt/auth events by minion; the SQLite migration
+-- 0016_minion_records says why and what the sums count. Two differences:
 --
 -- * Several brine-masters write one PostgreSQL store, and a row that two of
 --   them added to in their open transactions would make one wait for the
@@ -102,3 +102,7 @@ CREATE TRIGGER minion_hour_returns_out AFTER DELETE ON ret REFERENCING OLD TABLE
 FOR EACH STATEMENT EXECUTE FUNCTION brine_minion_hour_returns('-1');
 CREATE TRIGGER minion_hour_returns_changed AFTER UPDATE ON ret REFERENCING OLD TABLE AS brine_old NEW TABLE AS brine_new
 FOR EACH STATEMENT EXECUTE FUNCTION brine_minion_hour_changed();
+
+-- A minion's newest accepted salt/auth event (0016_minion_records says why).
+CREATE INDEX event_auth_minion ON event ((brine_jsonb(data) ->> 'id'), received)
+WHERE tag = 'salt/auth' AND job_id IS NULL;
