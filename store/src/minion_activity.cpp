@@ -1,6 +1,8 @@
 // MinionActivity (minion_activity.h): each minion's newest sign of life.
 #include "minion_activity.h"
 
+#include "sql_batch.h"
+
 #include <algorithm>
 
 #include "brine/core/database.h"
@@ -70,18 +72,23 @@ const ActivityOfQueries& ActivityOfQueriesOf(const std::string& database) {
   return IsServerDatabaseUri(database) ? kPostgresOf : kSqliteOf;
 }
 
-std::map<std::string, std::int64_t> ReadActivityOf(const std::string& database, const std::vector<std::string>& minions,
-                                                   std::int64_t cut_us, const ActivityRows& rows) {
+std::map<std::string, std::int64_t> ReadActivityOf(const std::string& database, const SqlEngine& engine,
+                                                   const std::vector<std::string>& minions, std::int64_t cut_us,
+                                                   std::chrono::milliseconds timeout) {
   const ActivityOfQueries& q = ActivityOfQueriesOf(database);
+  // One statement a minion: its three arrivals side by side.
+  const std::string sql = std::string("SELECT (") + q.returns + "), (" + q.start + "), (" + q.auth + ")";
+  std::vector<ValueMap> sets;
+  for (const std::string& minion : minions)
+    sets.push_back({{"minion", Value(minion)}, {"cut", Value(static_cast<long long>(cut_us))}});
   std::map<std::string, std::int64_t> newest;
-  for (const std::string& minion : minions) {
-    const ValueMap name{{"minion", Value(minion)}};
-    const ValueMap name_cut{{"minion", Value(minion)}, {"cut", Value(static_cast<long long>(cut_us))}};
-    for (const auto& [sql, params] : {std::pair(q.returns, &name), std::pair(q.start, &name), std::pair(q.auth, &name_cut)}) {
-      for (const auto& row : rows(sql, *params)) {
-        if (row.empty() || row[0].is_null()) continue;
-        const auto [at, fresh] = newest.emplace(minion, IntOf(row[0]));
-        if (!fresh) at->second = std::max(at->second, IntOf(row[0]));
+  const auto results = RunEach(engine, sql, sets, timeout);
+  for (std::size_t i = 0; i < results.size() && i < minions.size(); ++i) {
+    for (const auto& row : results[i]) {
+      for (const Value& v : row) {
+        if (v.is_null()) continue;
+        const auto [at, fresh] = newest.emplace(minions[i], IntOf(v));
+        if (!fresh) at->second = std::max(at->second, IntOf(v));
       }
     }
   }

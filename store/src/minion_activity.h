@@ -15,6 +15,7 @@
 // No query scans ret or event.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "brine/core/value.h"
+#include "brine/store/sql.h"
 
 namespace brine::store::detail {
 
@@ -64,9 +66,10 @@ using ActivityRows = std::function<std::vector<std::vector<Value>>(const char* s
 
 // The newest sign of life of each of `minions` (as ReadMinionActivity reads
 // the fleet's; a name with none is absent), through ActivityOfQueries: three
-// index searches a minion, for a page of minions.
-[[nodiscard]] std::map<std::string, std::int64_t> ReadActivityOf(const std::string& database,
+// index searches a minion, for a page of minions, in one call of `engine`
+// (sql_batch.h) under `timeout`. Throws as SqlEngine::Run.
+[[nodiscard]] std::map<std::string, std::int64_t> ReadActivityOf(const std::string& database, const SqlEngine& engine,
                                                                  const std::vector<std::string>& minions,
-                                                                 std::int64_t cut_us, const ActivityRows& rows);
+                                                                 std::int64_t cut_us, std::chrono::milliseconds timeout);
 
 }  // namespace brine::store::detail

@@ -10,6 +10,7 @@
 #include "brine/core/json.h"
 #include "brine/store/sql.h"
 #include "minion_activity.h"
+#include "sql_batch.h"
 
 namespace brine::store {
 namespace {
@@ -155,27 +156,6 @@ std::chrono::milliseconds Left(std::chrono::steady_clock::time_point deadline) {
                       deadline - std::chrono::steady_clock::now()));
 }
 
-std::optional<StateRun> LastHighstate(const SqlEngine& engine, const Dialect& d,
-                                      const std::string& minion,
-                                      std::chrono::steady_clock::time_point deadline,
-                                      int look_back) {
-  const auto jobs =
-      Rows(engine, d.state_jobs, {{"minion", Value(minion)}, {"look_back", Value(look_back)}},
-           Left(deadline));
-  for (const auto& row : jobs) {
-    const std::string& fun = row[1].as_string();
-    if (fun == "state.apply" &&
-        !(row[2].is_string() && NamesNoStates(ParseJson(row[2].as_string()))))
-      continue;
-    StateRun run{.jid = row[0].as_string(), .function = fun, .received = TimeOf(row[3])};
-    const auto ret = Rows(engine, d.one_return,
-                          {{"minion", Value(minion)}, {"jid", Value(run.jid)}}, Left(deadline));
-    if (!ret.empty() && ret[0][0].is_string()) CountStates(ParseJson(ret[0][0].as_string()), run);
-    return run;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 MinionRecords ReadMinionRecords(const std::string& database, const MinionReportOptions& options) {
@@ -211,12 +191,8 @@ MinionRecords ReadMinionRecords(const std::string& database, const MinionReportO
   std::vector<std::string> names;
   for (const MinionRecord& r : out.minions) names.push_back(r.minion);
   if (names.empty() && !options.only.empty()) names.push_back(options.only);
-  const std::map<std::string, std::int64_t> seen = detail::ReadActivityOf(
-      database, names, ToUnixMicros(options.since), [&](const char* sql, const ValueMap& params) {
-        if (std::chrono::steady_clock::now() >= deadline)
-          throw SqlTimeoutError("minion report: the read ran out of its time budget");
-        return Rows(*engine, sql, params, Left(deadline));
-      });
+  const std::map<std::string, std::int64_t> seen =
+      detail::ReadActivityOf(database, *engine, names, ToUnixMicros(options.since), Left(deadline));
   for (MinionRecord& r : out.minions) {
     if (const auto at = seen.find(r.minion); at != seen.end()) r.last_seen = FromUnixMicros(at->second);
   }
@@ -233,13 +209,29 @@ std::vector<std::optional<StateRun>> ReadLastHighstates(const std::string& datab
                                                         int look_back) {
   const auto engine = OpenSqlEngine(database);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::vector<std::optional<StateRun>> out;
-  for (const std::string& minion : minions) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
-      throw SqlTimeoutError("minion report: the read ran out of its time budget");
-    out.push_back(LastHighstate(*engine, DialectOf(database), minion, deadline, look_back));
+  const Dialect& d = DialectOf(database);
+  std::vector<ValueMap> sets;
+  for (const std::string& minion : minions) sets.push_back({{"minion", Value(minion)}, {"look_back", Value(look_back)}});
+  // Each minion's newest state jobs, then the return of the one chosen:
+  // two calls of the engine for the whole page (sql_batch.h).
+  const auto jobs = detail::RunEach(*engine, d.state_jobs, sets, Left(deadline));
+  std::vector<std::optional<StateRun>> out(minions.size());
+  std::vector<ValueMap> chosen;
+  std::vector<std::size_t> of;
+  for (std::size_t i = 0; i < minions.size() && i < jobs.size(); ++i) {
+    for (const auto& row : jobs[i]) {
+      const std::string& fun = row[1].as_string();
+      if (fun == "state.apply" && !(row[2].is_string() && NamesNoStates(ParseJson(row[2].as_string())))) continue;
+      out[i] = StateRun{.jid = row[0].as_string(), .function = fun, .received = TimeOf(row[3])};
+      chosen.push_back({{"minion", Value(minions[i])}, {"jid", Value(out[i]->jid)}});
+      of.push_back(i);
+      break;
+    }
+  }
+  const auto returns = detail::RunEach(*engine, d.one_return, chosen, Left(deadline));
+  for (std::size_t k = 0; k < returns.size() && k < of.size(); ++k) {
+    if (!returns[k].empty() && returns[k][0][0].is_string())
+      CountStates(ParseJson(returns[k][0][0].as_string()), *out[of[k]]);
   }
   return out;
 }
