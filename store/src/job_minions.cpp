@@ -9,8 +9,10 @@
 
 namespace brine::store::detail {
 
-const JobMinionsDialect kSqliteJobMinions{.failed_return = kSqliteFailedReturn, .byte_order = ""};
-const JobMinionsDialect kPostgresJobMinions{.failed_return = kPostgresFailedReturn, .byte_order = " COLLATE \"C\""};
+const JobMinionsDialect kSqliteJobMinions{
+    .failed_return = kSqliteFailedReturn, .failed_ret = "ret INDEXED BY ret_failed_job", .byte_order = ""};
+const JobMinionsDialect kPostgresJobMinions{
+    .failed_return = kPostgresFailedReturn, .failed_ret = "ret", .byte_order = " COLLATE \"C\""};
 
 namespace {
 
@@ -19,18 +21,20 @@ constexpr std::string_view kJobId = "(SELECT id FROM job WHERE jid = $1)";
 
 // The minion ids of the job that `state` keeps (a minion may come twice:
 // expected and returned; IN drops the repeat).
-std::string MinionIds(JobMinionQuery::State state, std::string_view failed) {
+std::string MinionIds(JobMinionQuery::State state, const JobMinionsDialect& dialect) {
   const std::string job(kJobId);
-  const std::string f(failed);
+  const std::string f(dialect.failed_return);
+  const std::string failed_ret(dialect.failed_ret);
   switch (state) {
     case JobMinionQuery::State::kAny:
       return "SELECT jm.minion_id FROM job_minion AS jm WHERE jm.job_id = " + job +
              " UNION ALL SELECT ret.minion_id FROM ret WHERE ret.job_id = " + job;
     case JobMinionQuery::State::kFailed:
-      return "SELECT ret.minion_id FROM ret WHERE ret.job_id = " + job + " AND " + f;
+      return "SELECT ret.minion_id FROM " + failed_ret + " WHERE ret.job_id = " + job + " AND " + f;
     case JobMinionQuery::State::kReturned:
       return "SELECT r.minion_id FROM ret AS r WHERE r.job_id = " + job +
-             " AND NOT EXISTS (SELECT 1 FROM ret WHERE ret.job_id = r.job_id AND ret.minion_id = r.minion_id AND " + f +
+             " AND NOT EXISTS (SELECT 1 FROM " + failed_ret +
+             " WHERE ret.job_id = r.job_id AND ret.minion_id = r.minion_id AND " + f +
              ")";
     case JobMinionQuery::State::kMissing:
       return "SELECT jm.minion_id FROM job_minion AS jm WHERE jm.job_id = " + job +
@@ -50,7 +54,7 @@ JobListingSql JobMinionNamesSql(const std::string& jid, const JobMinionQuery& qu
   };
   bind(jid);
   const std::string name = "m.name" + std::string(dialect.byte_order);
-  out.sql = "SELECT m.name FROM minion AS m WHERE m.id IN (" + MinionIds(query.state, dialect.failed_return) + ")";
+  out.sql = "SELECT m.name FROM minion AS m WHERE m.id IN (" + MinionIds(query.state, dialect) + ")";
   if (!query.after.empty()) out.sql += " AND " + name + " > " + bind(query.after);
   if (query.minion) out.sql += " AND m.name = " + bind(*query.minion);
   out.sql += " ORDER BY " + name + " LIMIT " + std::to_string(limit);

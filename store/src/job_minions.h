@@ -28,6 +28,10 @@ struct JobMinionsDialect {
   // A failed return of `ret`, as the partial index of failed returns is
   // written (job_query.h's kSqliteFailedReturn, kPostgresFailedReturn).
   std::string_view failed_return;
+  // `ret` where a failed return is looked up by (job_id, minion_id): SQLite
+  // is told to take the partial index (its own choice is ret_job_minion,
+  // which then reads each return's row); PostgreSQL has no such index.
+  std::string_view failed_ret;
   // Appended to the name in comparisons and ORDER BY, so names compare as
   // bytes: "" on SQLite (BINARY is memcmp), ` COLLATE "C"` on PostgreSQL.
   std::string_view byte_order;
