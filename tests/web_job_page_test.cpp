@@ -13,6 +13,8 @@
 
 #include "brine/core/json.h"
 #include "brine/core/time.h"
+#include "brine/store/job_listing_sql.h"
+#include "brine/store/sql.h"
 #include "brine/store/store.h"
 #include "brine/web/app.h"
 #include "support/http_client.h"
@@ -157,6 +159,33 @@ void CheckPagingAndFilters(Site& w) {
   }
 }
 
+// `select` with each `$N` replaced by its bind as a quoted literal, for EXPLAIN.
+std::string Inlined(const brine::store::JobListingSql& select) {
+  std::string sql = select.sql;
+  for (std::size_t n = select.binds.size(); n >= 1; --n) {  // $10 before $1
+    std::string literal = "'";
+    for (const char c : select.binds[n - 1]) literal += c == '\'' ? std::string("''") : std::string(1, c);
+    literal += "'";
+    const std::string name = "$" + std::to_string(n);
+    for (auto at = sql.find(name); at != std::string::npos; at = sql.find(name, at + literal.size()))
+      sql.replace(at, name.size(), literal);
+  }
+  return sql;
+}
+
+// Every query ListJobMinions runs for each state filter, a cursor and a minion.
+std::vector<brine::store::JobListingSql> AllQueries(const std::string& database) {
+  using State = brine::store::JobMinionQuery::State;
+  std::vector<brine::store::JobListingSql> out;
+  for (const State state : {State::kAny, State::kReturned, State::kFailed, State::kMissing}) {
+    for (const auto& q : {brine::store::JobMinionQuery{.state = state},
+                          brine::store::JobMinionQuery{.state = state, .after = "m05", .minion = "m07", .limit = 5}}) {
+      for (auto& select : brine::store::JobMinionsQueries(database, kJid, q)) out.push_back(std::move(select));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("web job page: pages of a job visit every minion once, in byte order, with whole-job counts",
@@ -287,5 +316,50 @@ TEST_CASE("web job page: PostgreSQL pages the same minions in the same byte orde
     const HttpReply b = pg.Get(std::string("/jobs/") + kJid + q);
     CHECK(a.status == 200);
     CHECK(a.body == b.body);
+  }
+}
+
+TEST_CASE("web job page: the page's queries search the job's index entries and never scan a table, on SQLite",
+          "[web][web-job-page][plan]") {
+  Site w;
+  const std::string database = w.database;
+  {
+    auto s = brine::store::OpenStore(database);
+    REQUIRE(s->Maintenance() != nullptr);
+    s->Maintenance()->RefreshStatistics();
+  }
+  const auto engine = brine::store::OpenSqlEngine(database);
+  for (const auto& select : AllQueries(database)) {
+    std::string plan;
+    engine->Run("EXPLAIN QUERY PLAN " + Inlined(select), {}, {}, [&](brine::store::SqlResult&& r) {
+      for (const auto& row : r.rows) plan += row.back().as_string() + "\n";
+    });
+    INFO(select.sql << "\n" << plan);
+    // The only scan is of `s`, the job's own minion ids; every table is searched.
+    std::string scans;
+    for (std::size_t at = plan.find("SCAN "); at != std::string::npos; at = plan.find("SCAN ", at + 1))
+      scans += plan.substr(at, plan.find('\n', at) - at) + ";";
+    CHECK((scans.empty() || scans == "SCAN s;"));
+    CHECK(plan.find("SEARCH m USING") != std::string::npos);
+    // A failed return is looked up in the partial index of failed returns, not in ret's rows.
+    if (select.sql.find("retcode") != std::string::npos) CHECK(plan.find("ret_failed_job") != std::string::npos);
+  }
+}
+
+TEST_CASE("web job page: on PostgreSQL the page's queries can reach their indexes, never only a scan of ret",
+          "[web][web-job-page][plan][postgres]") {
+  if (auto why = brine::test::PostgresServer::Unavailable()) {
+    WARN("SKIPPED: " << *why);
+    return;
+  }
+  const std::string database = brine::test::PostgresServer::Shared().CreateDatabase();
+  Site pg({.database = database});
+  for (const auto& select : AllQueries(database)) {
+    const std::string plan =
+        brine::test::PostgresServer::Shared().Query(database, "SET enable_seqscan = off; EXPLAIN " + Inlined(select));
+    INFO(select.sql << "\n" << plan);
+    CHECK(plan.find("Seq Scan on ret") == std::string::npos);
+    CHECK(plan.find("Seq Scan on job_minion") == std::string::npos);
+    CHECK(plan.find("Index") != std::string::npos);
   }
 }

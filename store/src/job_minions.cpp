@@ -4,40 +4,45 @@
 #include <algorithm>
 #include <map>
 
+#include "brine/core/database.h"
 #include "brine/core/json.h"
 #include "job_query.h"
 
 namespace brine::store::detail {
 
-const JobMinionsDialect kSqliteJobMinions{
-    .failed_return = kSqliteFailedReturn, .failed_ret = "ret INDEXED BY ret_failed_job", .byte_order = ""};
-const JobMinionsDialect kPostgresJobMinions{
-    .failed_return = kPostgresFailedReturn, .failed_ret = "ret", .byte_order = " COLLATE \"C\""};
+const JobMinionsDialect kSqliteJobMinions{.failed_return = kSqliteFailedReturn,
+                                          .failed_ret = "ret INDEXED BY ret_failed_job",
+                                          .join_minion = "CROSS JOIN",
+                                          .byte_order = ""};
+const JobMinionsDialect kPostgresJobMinions{.failed_return = kPostgresFailedReturn,
+                                            .failed_ret = "ret",
+                                            .join_minion = "JOIN",
+                                            .byte_order = " COLLATE \"C\""};
 
 namespace {
 
 // The job's row id by its unique jid; $1 in both SELECTs.
 constexpr std::string_view kJobId = "(SELECT id FROM job WHERE jid = $1)";
 
-// The minion ids of the job that `state` keeps (a minion may come twice:
-// expected and returned; IN drops the repeat).
+// The minion ids of the job that `state` keeps, as column `id`, each once
+// (a minion both expected and returned comes once through UNION).
 std::string MinionIds(JobMinionQuery::State state, const JobMinionsDialect& dialect) {
   const std::string job(kJobId);
   const std::string f(dialect.failed_return);
   const std::string failed_ret(dialect.failed_ret);
   switch (state) {
     case JobMinionQuery::State::kAny:
-      return "SELECT jm.minion_id FROM job_minion AS jm WHERE jm.job_id = " + job +
-             " UNION ALL SELECT ret.minion_id FROM ret WHERE ret.job_id = " + job;
+      return "SELECT jm.minion_id AS id FROM job_minion AS jm WHERE jm.job_id = " + job +
+             " UNION SELECT ret.minion_id FROM ret WHERE ret.job_id = " + job;
     case JobMinionQuery::State::kFailed:
-      return "SELECT ret.minion_id FROM " + failed_ret + " WHERE ret.job_id = " + job + " AND " + f;
+      return "SELECT ret.minion_id AS id FROM " + failed_ret + " WHERE ret.job_id = " + job + " AND " + f;
     case JobMinionQuery::State::kReturned:
-      return "SELECT r.minion_id FROM ret AS r WHERE r.job_id = " + job +
+      return "SELECT r.minion_id AS id FROM ret AS r WHERE r.job_id = " + job +
              " AND NOT EXISTS (SELECT 1 FROM " + failed_ret +
              " WHERE ret.job_id = r.job_id AND ret.minion_id = r.minion_id AND " + f +
              ")";
     case JobMinionQuery::State::kMissing:
-      return "SELECT jm.minion_id FROM job_minion AS jm WHERE jm.job_id = " + job +
+      return "SELECT jm.minion_id AS id FROM job_minion AS jm WHERE jm.job_id = " + job +
              " AND NOT EXISTS (SELECT 1 FROM ret WHERE ret.job_id = jm.job_id AND ret.minion_id = jm.minion_id)";
   }
   return {};
@@ -54,9 +59,14 @@ JobListingSql JobMinionNamesSql(const std::string& jid, const JobMinionQuery& qu
   };
   bind(jid);
   const std::string name = "m.name" + std::string(dialect.byte_order);
-  out.sql = "SELECT m.name FROM minion AS m WHERE m.id IN (" + MinionIds(query.state, dialect) + ")";
-  if (!query.after.empty()) out.sql += " AND " + name + " > " + bind(query.after);
-  if (query.minion) out.sql += " AND m.name = " + bind(*query.minion);
+  out.sql = "SELECT m.name FROM (" + MinionIds(query.state, dialect) + ") AS s " + std::string(dialect.join_minion) +
+            " minion AS m ON m.id = s.id";
+  std::string_view word = " WHERE ";
+  if (!query.after.empty()) {
+    out.sql += std::string(word) + name + " > " + bind(query.after);
+    word = " AND ";
+  }
+  if (query.minion) out.sql += std::string(word) + "m.name = " + bind(*query.minion);
   out.sql += " ORDER BY " + name + " LIMIT " + std::to_string(limit);
   return out;
 }
@@ -97,3 +107,16 @@ JobMinionPage ListJobMinions(const std::string& jid, const JobMinionQuery& query
 }
 
 }  // namespace brine::store::detail
+
+namespace brine::store {
+
+std::vector<JobListingSql> JobMinionsQueries(const std::string& database, const std::string& jid,
+                                             const JobMinionQuery& query) {
+  const detail::JobMinionsDialect& dialect =
+      IsServerDatabaseUri(database) ? detail::kPostgresJobMinions : detail::kSqliteJobMinions;
+  const std::string page[] = {query.after.empty() ? std::string("x") : query.after};
+  return {detail::JobMinionNamesSql(jid, query, std::max<std::size_t>(query.limit, 1) + 1, dialect),
+          detail::JobMinionReturnsSql(jid, page)};
+}
+
+}  // namespace brine::store

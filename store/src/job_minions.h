@@ -5,8 +5,9 @@
 // 1. The page's names: the job's minion ids from job_minion's key and ret's
 //    (job_id, minion_id) index (a failed return as the dialect writes its
 //    partial index of failed returns, so that index answers), their names by
-//    the minion key, after the cursor, in byte order, LIMIT the page plus
-//    one (to know whether another page follows). No return body is read:
+//    the minion key, after the cursor, sorted in byte order, LIMIT the page
+//    plus one (to know whether another page follows). Its cost is the job's
+//    index entries whatever the page's depth. No return body is read:
 //    SQLite would carry each full_ret through its sorter.
 // 2. The bodies of those names only: minion by its name, then ret by
 //    (job_id, minion_id), in no order (placed by name here).
@@ -32,6 +33,11 @@ struct JobMinionsDialect {
   // is told to take the partial index (its own choice is ret_job_minion,
   // which then reads each return's row); PostgreSQL has no such index.
   std::string_view failed_ret;
+  // How the job's minion ids join minion: SQLite's CROSS JOIN keeps them
+  // the outer loop (its planner would otherwise walk the whole fleet's name
+  // index in order on a store whose jobs look small); a plain JOIN on
+  // PostgreSQL.
+  std::string_view join_minion;
   // Appended to the name in comparisons and ORDER BY, so names compare as
   // bytes: "" on SQLite (BINARY is memcmp), ` COLLATE "C"` on PostgreSQL.
   std::string_view byte_order;
