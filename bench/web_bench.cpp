@@ -242,9 +242,31 @@ int main(int argc, char** argv) {
       measure("/jobs?search_metadata.bench=none (unindexed: partial page)", "/jobs",
               {{"search_metadata.bench", "none"}}, 5, "budget 2 s");
       if (!big_jid.empty()) {
-        measure("/jobs/<jid> (10,000 returns)", "/jobs/" + big_jid, {}, std::max(5, runs / 3));
-        measure("/jobs/<jid>?format=json (10,000 returns)", "/jobs/" + big_jid, {{"format", "json"}},
-                std::max(5, runs / 3));
+        // The 10,000-minion job's pages (100 minions each): the first, a deep
+        // one (after= the minion 100 from the end, found by following the
+        // pages' "next"), the failed minions only, and the largest page.
+        auto last_cursor = [&](std::string after, const std::string& limit) {
+          for (int i = 0; i < 1000; ++i) {
+            Query q{{"format", "json"}, {"limit", limit}};
+            if (!after.empty()) q["after"] = after;
+            const brine::Value v = brine::ParseJson(page("/jobs/" + big_jid, q).body);
+            const brine::Value* next = v.Find("next");
+            if (next == nullptr || !next->is_string()) break;
+            after = next->as_string();
+          }
+          return after;
+        };
+        const std::string deep = last_cursor(last_cursor("", "500"), "100");
+        std::printf("deep cursor of the big job: after=%s\n", deep.c_str());
+        const std::string big = "/jobs/" + big_jid;
+        measure("/jobs/<jid> (10,000 returns), first page", big, {}, runs);
+        measure("/jobs/<jid>?format=json (10,000 returns), first page", big, {{"format", "json"}}, runs);
+        measure("/jobs/<jid> (10,000 returns), deep page", big, {{"after", deep}}, runs);
+        measure("/jobs/<jid>?format=json (10,000 returns), deep page", big, {{"format", "json"}, {"after", deep}}, runs);
+        measure("/jobs/<jid>?state=failed (10,000 returns)", big, {{"state", "failed"}}, runs);
+        measure("/jobs/<jid>?state=failed&format=json (10,000 returns)", big, {{"state", "failed"}, {"format", "json"}},
+                runs);
+        measure("/jobs/<jid>?limit=500 (10,000 returns)", big, {{"limit", "500"}}, runs);
       }
       measure("/jobs/<jid> (a small job: 10 returns in the query store)", "/jobs/" + small_jid, {}, runs);
       measure("/ (overview)", "/", {}, runs);

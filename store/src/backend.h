@@ -223,6 +223,9 @@ class Backend : public RetentionBackend {
   // order, under the read's guard (an exception from `fn` is translated as
   // the backend's own); JobCache shapes GetJid and GetJidFull from it.
   virtual void ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) = 0;
+  // Store::ListJobMinions: job_minions.h's ListJobMinions in this backend's
+  // dialect, its SELECTs run under the read guard.
+  virtual JobMinionPage ListJobMinions(const std::string& jid, const JobMinionQuery& query) = 0;
   // The job rows `pushdown` selects, for JobQuery (job_query.h), which
   // decides the filter; `row` returns false to stop.
   virtual void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) = 0;

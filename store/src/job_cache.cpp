@@ -342,6 +342,9 @@ class JobCache final : public Store, private StoreMaintenance {
   void ForEachReturnJson(const std::string& jid, const ReturnTextFn& fn) override {
     backend_->ForEachReturnJson(jid, fn);
   }
+  JobMinionPage ListJobMinions(const std::string& jid, const JobMinionQuery& query) override {
+    return backend_->ListJobMinions(jid, query);
+  }
 
   std::vector<JobRecord> GetJids(const JobFilter& filter) override {
     std::vector<JobRecord> jobs;

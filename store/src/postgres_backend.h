@@ -165,6 +165,7 @@ class PostgresBackend final : public Backend {
   Value GetLoad(const std::string& jid) override;
   void ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) override;
   void ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) override;
+  JobMinionPage ListJobMinions(const std::string& jid, const JobMinionQuery& query) override;
   void ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) override;
   void ForEachStoredJob(const std::optional<std::string>& jid_min,
                         const std::optional<std::string>& jid_max,

@@ -40,6 +40,8 @@ PgResult& PgResult::operator=(PgResult&& o) noexcept {
 
 int PgResult::rows() const { return Libpq().PQntuples(r_); }
 
+int PgResult::fields() const { return Libpq().PQnfields(r_); }
+
 bool PgResult::null(int row, int field) const { return Libpq().PQgetisnull(r_, row, field) != 0; }
 
 std::string_view PgResult::text(int row, int field) const {

@@ -50,6 +50,7 @@ class PgResult {
   PgResult(const PgResult&) = delete;
   ~PgResult();
   [[nodiscard]] int rows() const;
+  [[nodiscard]] int fields() const;
   [[nodiscard]] bool null(int row, int field) const;
   [[nodiscard]] std::string_view text(int row, int field) const;
   [[nodiscard]] std::int64_t integer(int row, int field) const;

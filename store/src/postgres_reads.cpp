@@ -10,6 +10,7 @@
 
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
+#include "job_minions.h"
 #include "postgres_arrays.h"
 #include "tail_cursor.h"
 
@@ -77,6 +78,24 @@ Value PostgresBackend::GetLoad(const std::string& jid) {
 
 void PostgresBackend::ForEachReturnText(const std::string& jid, const Store::ReturnTextFn& fn) {
   Guard("get_jid", Op::kRead, [&] { ForEachReturn(jid, fn); });
+}
+
+JobMinionPage PostgresBackend::ListJobMinions(const std::string& jid, const JobMinionQuery& query) {
+  return Guard("list_job_minions", Op::kRead, [&] {
+    return detail::ListJobMinions(jid, query, kPostgresJobMinions, [&](const JobListingSql& built, const TextRowFn& row) {
+      std::vector<PgParam> params;
+      for (const std::string& b : built.binds) params.push_back(P(b));
+      const PgResult r = Db().Exec(built.sql, params);
+      std::vector<std::optional<std::string_view>> columns(static_cast<std::size_t>(r.fields()));
+      for (int i = 0; i < r.rows(); ++i) {
+        for (std::size_t c = 0; c < columns.size(); ++c) {
+          const int field = static_cast<int>(c);
+          columns[c] = r.null(i, field) ? std::nullopt : std::optional<std::string_view>(r.text(i, field));
+        }
+        row(columns);
+      }
+    });
+  });
 }
 
 void PostgresBackend::ForEachReturnJson(const std::string& jid, const Store::ReturnTextFn& fn) {

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "brine/core/jid.h"
+#include "job_minions.h"
 #include "migrations.h"
 
 namespace brine::store::detail {
@@ -146,27 +147,59 @@ void SqliteBackend::ForEachReturnJson(const std::string& jid, const Store::Retur
   if (caller_failure) std::rethrow_exception(caller_failure);
 }
 
+namespace {
+
+using RawStatement = std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)>;
+
+// `built` prepared and bound with sqlite3's own calls: SQLiteCpp's Column
+// costs a shared_ptr copy per field, and the loops over these run once per
+// row listed. The binds must outlive the statement (SQLITE_STATIC).
+RawStatement PrepareBound(sqlite3* handle, const JobListingSql& built) {
+  sqlite3_stmt* raw = nullptr;
+  if (const int rc = sqlite3_prepare_v2(handle, built.sql.c_str(), -1, &raw, nullptr); rc != SQLITE_OK) {
+    throw SQLite::Exception(handle, rc);
+  }
+  RawStatement stmt(raw, sqlite3_finalize);
+  // `$N` is SQLite's parameter N here: numbered in order of first use.
+  for (std::size_t i = 0; i < built.binds.size(); ++i) {
+    sqlite3_bind_text(raw, static_cast<int>(i + 1), built.binds[i].data(), static_cast<int>(built.binds[i].size()),
+                      SQLITE_STATIC);
+  }
+  return stmt;
+}
+
+std::optional<std::string_view> TextOf(sqlite3_stmt* raw, int i) {
+  const unsigned char* text = sqlite3_column_text(raw, i);
+  if (text == nullptr) return std::nullopt;
+  return std::string_view(reinterpret_cast<const char*>(text), static_cast<std::size_t>(sqlite3_column_bytes(raw, i)));
+}
+
+}  // namespace
+
+JobMinionPage SqliteBackend::ListJobMinions(const std::string& jid, const JobMinionQuery& query) {
+  return Read("list_job_minions", [&] {
+    sqlite3* const handle = db_->getHandle();
+    return detail::ListJobMinions(jid, query, kSqliteJobMinions, [&](const JobListingSql& built, const TextRowFn& row) {
+      const RawStatement stmt = PrepareBound(handle, built);
+      std::vector<std::optional<std::string_view>> columns(static_cast<std::size_t>(sqlite3_column_count(stmt.get())));
+      while (true) {
+        const int rc = sqlite3_step(stmt.get());
+        if (rc == SQLITE_DONE) break;
+        if (rc != SQLITE_ROW) throw SQLite::Exception(handle, rc);
+        for (std::size_t i = 0; i < columns.size(); ++i) columns[i] = TextOf(stmt.get(), static_cast<int>(i));
+        row(columns);
+      }
+    });
+  });
+}
+
 void SqliteBackend::ForEachJobRow(const JobPushdown& pushdown, const std::function<bool(const JobRow&)>& row) {
   Read("get_jids", [&] {
     const JobRowsSql built = BuildJobRowsSql(pushdown, kSqliteFailedReturn);
-    // Prepared with sqlite3's own calls: SQLiteCpp's Column costs a
-    // shared_ptr copy per field, and this loop runs once per job listed.
     sqlite3* const handle = db_->getHandle();
-    sqlite3_stmt* raw = nullptr;
-    if (const int rc = sqlite3_prepare_v2(handle, built.sql.c_str(), -1, &raw, nullptr); rc != SQLITE_OK) {
-      throw SQLite::Exception(handle, rc);
-    }
-    const std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
-    // `$N` is SQLite's parameter N here: numbered in order of first use.
-    for (std::size_t i = 0; i < built.binds.size(); ++i) {
-      sqlite3_bind_text(raw, static_cast<int>(i + 1), built.binds[i].data(), static_cast<int>(built.binds[i].size()),
-                        SQLITE_STATIC);
-    }
-    const auto text_of = [raw](int i) -> std::optional<std::string_view> {
-      const unsigned char* text = sqlite3_column_text(raw, i);
-      if (text == nullptr) return std::nullopt;
-      return std::string_view(reinterpret_cast<const char*>(text), static_cast<std::size_t>(sqlite3_column_bytes(raw, i)));
-    };
+    const RawStatement stmt = PrepareBound(handle, built);
+    sqlite3_stmt* const raw = stmt.get();
+    const auto text_of = [raw](int i) { return TextOf(raw, i); };
     while (true) {
       const int rc = sqlite3_step(raw);
       if (rc == SQLITE_DONE) break;

@@ -270,7 +270,7 @@ Response App::Route(const Request& request, const std::string& path) {
     const std::string jid = path.substr(5);
     if (jid.empty() || jid.size() > 64) return Text(404, "not found");
     auto lease = stores_->Take();
-    return JobPage(ctx, *lease, jid, format);
+    return JobPage(ctx, *lease, jid, request);
   }
   // The live pages.
   if (path == "events") {

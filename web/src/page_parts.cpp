@@ -1,6 +1,7 @@
 #include "page_parts.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "brine/args/times.h"
 #include "brine/core/jid.h"
@@ -154,6 +155,17 @@ bool IsStateReturn(const Value& ret) {
   }
   return true;
 }
+
+std::optional<std::size_t> LimitOf(const Request& request, std::size_t fallback, std::size_t max) {
+  const std::string text = request.Query("limit");
+  if (text.empty()) return fallback;
+  std::size_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n == 0 || n > max) return std::nullopt;
+  return n;
+}
+
+std::string LimitMessage(std::size_t max) { return "limit: expected a number from 1 to " + std::to_string(max); }
 
 Response BadRequest(const PageContext& ctx, const std::string& format, const std::string& message) {
   if (format == "json" || format == "csv")

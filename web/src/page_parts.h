@@ -3,6 +3,7 @@
 // to a request whose parameters do not parse.
 #pragma once
 
+#include <cstddef>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -60,6 +61,12 @@ struct Window {
 };
 // The request's window, or the message of a 400 (which parameter and why).
 [[nodiscard]] std::variant<Window, std::string> WindowOf(const Request& request, Micros now);
+
+// The request's `limit`: `fallback` when absent, else a whole number from 1
+// to `max`; nullopt when it is not one (answer BadRequest with LimitMessage).
+[[nodiscard]] std::optional<std::size_t> LimitOf(const Request& request, std::size_t fallback, std::size_t max);
+// "limit: expected a number from 1 to <max>".
+[[nodiscard]] std::string LimitMessage(std::size_t max);
 
 // A state return: a non-empty map whose every key is "mod_|-id_|-name_|-fun"
 // and every value a map with "result".

@@ -43,9 +43,11 @@ struct PageContext {
 // /queues over the store at `database` (format: "", "json" or "csv").
 [[nodiscard]] Response QueuesPage(const PageContext& ctx, const std::filesystem::path& database,
                                   const std::string& format);
-// /jobs/<jid> from `store`.
+// /jobs/<jid> from `store`: the whole job's counts and a page of its minions
+// (?after=, ?limit= 1-500, ?state=failed|missing|returned, ?minion=; a bad
+// limit or state answers 400), format "" or "json" (docs/web.md).
 [[nodiscard]] Response JobPage(const PageContext& ctx, store::Store& store, const std::string& jid,
-                               const std::string& format);
+                               const Request& request);
 
 // The pages of the overview, /jobs, /minions, /failures and /active (docs/web.md).
 // Each reads `store` (leased by the caller for this request) with one bounded query.

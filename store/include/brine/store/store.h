@@ -19,6 +19,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -189,6 +190,34 @@ struct JobPage {
   // oldest first, or newest first with a limit, and got that far).
   bool complete = true;
   std::optional<std::string> reached;
+};
+
+// What ListJobMinions selects: a page of one job's minions (each expected
+// minion and each minion that returned, expected or not), in name order
+// (bytes compared unsigned, as GetJidFull orders them), after a keyset cursor.
+struct JobMinionQuery {
+  enum class State {
+    kAny,
+    kReturned,  // with a return that did not fail
+    kFailed,    // with a failed return: retcode not 0 or success false (JobRecord::MinionCounts' rule)
+    kMissing,   // expected, without a return
+  };
+  State state = State::kAny;
+  std::string after;                  // only names after this one; "": from the first
+  std::optional<std::string> minion;  // only this minion
+  std::size_t limit = 100;            // minions per page (at least 1)
+};
+
+// One minion of a ListJobMinions page.
+struct JobMinion {
+  std::string name;
+  Value full_ret;  // its whole return load (as GetJidFull's); null: it has not returned
+};
+
+// What ListJobMinions found.
+struct JobMinionPage {
+  std::vector<JobMinion> minions;   // at most the query's limit, in name order
+  std::optional<std::string> next;  // the next page's `after` (the last name here); nullopt: no more
 };
 
 // What the job cache keeps of one job, whole, for brine.export (ForEachStoredJob).
@@ -612,6 +641,13 @@ class Store {
   [[nodiscard]] virtual Value GetJid(const std::string& jid) = 0;
   // The full return load of each minion's return for `jid`, in minion-name order.
   [[nodiscard]] virtual Value GetJidFull(const std::string& jid) = 0;
+  // A page of `jid`'s minions (JobMinionQuery): the names from the job's
+  // expected minions (job_minion's key) and its returns (ret's (job_id,
+  // minion_id) index; the failed ones through the partial index of failed
+  // returns), then the return bodies of that page's minions only. Cost: the
+  // job's (expected + returned) index entries, never its return bodies
+  // beyond the page. Empty for an unknown jid. Throws StoreError.
+  [[nodiscard]] virtual JobMinionPage ListJobMinions(const std::string& jid, const JobMinionQuery& query) = 0;
   // GetJidFull unparsed, one return at a time, for a lookup that copies the
   // stored returns into its output: `fn` sees each minion's name and its
   // whole return load as stored JSON text, in minion-name order (bytes
