@@ -285,6 +285,13 @@ int main(int argc, char** argv) {
         if (!minion.empty()) measure("/minions/<id>" + where, "/minions/" + minion, w, runs);
         measure("/failures" + where, "/failures", w, runs);
       }
+      // /minions at depth (after= a name past most of the fleet: the names
+      // sort web-NNNNN, so "web-09" is about 90 % of the way) and over the
+      // whole archive's span (10 days of rollups per minion).
+      measure("/minions, last 24 h, after= 90 % of the names", "/minions", {{"after", "web-09"}}, std::max(5, runs / 3));
+      measure("/minions, the whole span", "/minions", {{"since", iso(oldest_us)}}, std::max(5, runs / 3));
+      if (!minion.empty())
+        measure("/minions/<id>, the whole span", "/minions/" + minion, {{"since", iso(oldest_us)}}, runs);
     } else {
       std::printf("no jobs in the store: the job pages are not measured\n");
     }

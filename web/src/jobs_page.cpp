@@ -5,7 +5,6 @@
 // the functions of brine.web_hide_functions are left out unless hidden=show.
 // One ListJobs under a time budget: a filter no index serves answers a
 // partial page that says how far it searched, with a link that goes on.
-#include <charconv>
 
 #include "brine/args/arguments.h"
 #include "brine/args/times.h"
@@ -83,16 +82,8 @@ Parsed ParseFilter(const Request& request, const JobsPageOptions& options) {
   p.show_hidden = request.Query("hidden") == "show";
   if (!p.show_hidden) f.exclude_functions = options.hide_functions;
   if (const std::string before = request.Query("before"); !before.empty()) f.jid_before = before;
-  f.limit = kDefaultLimit;
-  if (const std::string limit = request.Query("limit"); !limit.empty()) {
-    std::size_t n = 0;
-    const auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), n);
-    if (ec != std::errc() || end != limit.data() + limit.size() || n == 0 || n > kMaxLimit) {
-      throw std::invalid_argument("limit: expected a number from 1 to " +
-                                  std::to_string(kMaxLimit));
-    }
-    f.limit = n;
-  }
+  f.limit = LimitOf(request, kDefaultLimit, kMaxLimit);
+  if (!f.limit) throw std::invalid_argument(LimitMessage(kMaxLimit));
   f.with_counts = true;
   f.time_budget = options.time_budget;
   return p;

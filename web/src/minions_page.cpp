@@ -7,7 +7,6 @@
 // the store's hourly rollups per minion (so the window counts whole hours of
 // the jobs' start, which the page says), a page of minions at a time
 // (after=<name>), under a budget.
-#include <charconv>
 
 #include "brine/core/json.h"
 #include "brine/output/rows.h"
@@ -19,8 +18,8 @@
 namespace brine::web {
 namespace {
 
-constexpr std::int64_t kDefaultLimit = 50;
-constexpr std::int64_t kMaxLimit = 500;
+constexpr std::size_t kDefaultLimit = 50;
+constexpr std::size_t kMaxLimit = 500;
 constexpr auto kBudget = std::chrono::milliseconds(5000);
 
 Value TimeJson(const std::optional<Micros>& t) { return t ? Value(IsoTime(*t)) : Value(); }
@@ -116,14 +115,9 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
   const auto window = WindowOf(request, now);
   if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
   const Window& w = std::get<Window>(window);
-  std::int64_t limit = kDefaultLimit;
-  if (const std::string text = request.Query("limit"); !text.empty()) {
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
-    if (ec != std::errc() || end != text.data() + text.size() || limit < 1 || limit > kMaxLimit) {
-      return BadRequest(ctx, format,
-                        "limit: expected a number from 1 to " + std::to_string(kMaxLimit));
-    }
-  }
+  const std::optional<std::size_t> parsed_limit = LimitOf(request, kDefaultLimit, kMaxLimit);
+  if (!parsed_limit) return BadRequest(ctx, format, LimitMessage(kMaxLimit));
+  const auto limit = static_cast<std::int64_t>(*parsed_limit);
   store::MinionRecords report;
   std::vector<std::optional<store::StateRun>> runs;
   try {
