@@ -101,13 +101,13 @@ TEST_CASE("minion hours: the rollups equal a recount of the rows after every kin
             brine::store::ReturnOutcome::Kind::kCompleted);
     const std::string after_whole = check("the whole copy replaces it, failed");
     CHECK_THAT(after_whole, Catch::Contains("c|2024010113|1|1|1"));
-    // 13:10: fifty minions in one batch (PostgreSQL's array insert), every third failing,
+    // 13:10: 150 minions in one batch (more than one multi-row upsert) (PostgreSQL's array insert), every third failing,
     // their returns filed before the expected minions.
     const std::string j4 = "20240101131000000001";
     {
       brine::store::Batch batch = s->BeginBatch();
       std::vector<std::string> minions;
-      for (int i = 0; i < 50; ++i) {
+      for (int i = 0; i < 150; ++i) {
         const std::string id = "n" + std::to_string(100 + i);
         minions.push_back(id);
         (void)s->Returner(Ret(j4, id, i, i % 3 == 0 ? 1 : 0));
@@ -116,6 +116,23 @@ TEST_CASE("minion hours: the rollups equal a recount of the rows after every kin
       batch.Commit();
     }
     check("a batch");
+    // A batch rolled back leaves no count behind; and within one batch a
+    // trimmed copy replaced by the whole one before the commit counts once.
+    {
+      brine::store::Batch batch = s->BeginBatch();
+      s->SaveLoad("20240101131100000001", Load("gone"), std::vector<std::string>{"gone"});
+      (void)s->Returner(Ret("20240101131100000001", "gone", "x", 1));
+    }
+    check("a batch rolled back");
+    {
+      brine::store::Batch batch = s->BeginBatch();
+      const std::string j = "20240101131200000001";
+      s->SaveLoad(j, Load("t"), std::vector<std::string>{"t"});
+      (void)s->Returner(Ret(j, "t", Value::Map({{"big", "VALUE_TRIMMED"}}), 0));
+      (void)s->Returner(Ret(j, "t", Value::Map({{"big", std::string(100, 'y')}}), 4));
+      batch.Commit();
+    }
+    CHECK_THAT(check("a replacement inside one batch"), Catch::Contains("t|2024010113|1|1|1"));
     // A second master files returns of the same job (PostgreSQL: its own writer rows).
     {
       auto s2 = brine::store::OpenStore(database, {.master_id = "m2"});
@@ -124,6 +141,11 @@ TEST_CASE("minion hours: the rollups equal a recount of the rows after every kin
       (void)s2->Returner(Ret(j5, "a", "two", 0));
       (void)s->Returner(Ret(j5, "b", "one", 5));
       check("two masters");
+      // The first master names one more minion of the second's job, which it
+      // did not create: its pair is counted by reading the rows.
+      (void)s->Returner(Ret(j5, "e", "early", 0));
+      s->SaveLoad(j5, Load("a"), std::vector<std::string>{"a", "b", "e"});
+      check("a pair of another master's job");
     }
     // Retention: the jobs of 12:xx go; the rollups of that hour with them.
     const auto cut = brine::FromUnixMicros(1704114000000000);  // 13:00

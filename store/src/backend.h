@@ -36,7 +36,7 @@ namespace brine::store::detail {
 
 // The tail of a DELETE FROM minion_hour (the minions' hourly rollups,
 // migration 0016 / postgres 0011): only the hours that hold no job any more,
-// whose rows the triggers brought to zero as their jobs were deleted. Both
+// whose rows went to zero as their jobs were deleted. Both
 // dialects; the hour's jobs are a range of job's jid index.
 inline constexpr const char* kHourHasNoJob =
     " AND NOT EXISTS (SELECT 1 FROM job WHERE job.jid >= minion_hour.hour AND job.jid < minion_hour.hour || '~')";

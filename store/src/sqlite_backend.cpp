@@ -54,6 +54,10 @@ void SqliteBackend::Begin() {
   // one id ("UNIQUE constraint failed: event.id").
   try {
     LoadHighWaterMarks();
+    // Another connection's commit may have changed a job known here.
+    const std::int64_t version = PragmaInt("PRAGMA data_version");
+    if (version != data_version_) ForgetKnownJobs();
+    data_version_ = version;
   } catch (...) {
     db_->exec("ROLLBACK");
     throw;
@@ -61,6 +65,7 @@ void SqliteBackend::Begin() {
 }
 
 void SqliteBackend::Commit() {
+  CountAtCommit();
   FlushEvents();
   ResetStatements();
   db_->exec("COMMIT");
@@ -68,6 +73,7 @@ void SqliteBackend::Commit() {
 
 void SqliteBackend::Rollback() noexcept {
   pending_events_.clear();
+  ForgetKnownJobs();
   ResetStatements();
   try {
     if (sqlite3_get_autocommit(db_->getHandle()) == 0) db_->exec("ROLLBACK");

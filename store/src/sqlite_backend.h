@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -238,6 +239,20 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   void AddExpectedOne(std::int64_t job_id, std::int64_t minion_id);
   std::vector<std::string> ExpectedMinions(std::int64_t job_id);
 
+  // The minions' hourly rollups (minion_hour, migration 0016), kept in the
+  // write transaction (sqlite_minion_hours.cpp says how and why so): a job
+  // this connection made is known here, its pairs and returns counted in
+  // memory and added at commit; any other goes through set-based statements.
+  void JobCreated(std::int64_t job_id, const std::string& jid);
+  void CountExpected(std::int64_t job_id, const std::vector<std::int64_t>& minion_ids);
+  void CountReturn(ReturnId id, std::int64_t job_id, std::int64_t minion_id, const ReturnRow& row);
+  void UncountJob(std::int64_t job_id, bool forget);
+  void RecountReplaced(ReturnId id, const ReturnRow& row);
+  void CountAtCommit();
+  void ForgetKnownJobs() noexcept;
+  void CountUnknownReturns();
+  void FlushPendingHours();
+
   // Each return of a jid with its minion's name, in no particular order.
   static constexpr const char* kReturnsSql =
       "SELECT m.name, r.full_ret FROM job AS j JOIN ret AS r ON r.job_id = j.id"
@@ -256,6 +271,22 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   std::int64_t last_event_id_ = 0;
   std::vector<std::pair<std::int64_t, EventRow>> pending_events_;  // (id, row), FlushEvents
   std::int64_t last_quarantine_id_ = 0;
+  // The rollups' state (sqlite_minion_hours.cpp).
+  struct KnownJob {
+    std::string hour;                                // substr(jid, 1, 10)
+    std::unordered_map<std::int64_t, bool> pairs;    // its expected minions (the value is unused)
+    std::unordered_map<std::int64_t, bool> returns;  // minion with a return -> it failed
+  };
+  struct HourDelta {
+    std::int64_t targeted = 0;
+    std::int64_t returned = 0;
+    std::int64_t failed = 0;
+  };
+  std::unordered_map<std::int64_t, KnownJob> known_jobs_;  // kept across commits, bounded
+  std::size_t known_entries_ = 0;
+  std::int64_t data_version_ = -1;  // PRAGMA data_version when known_jobs_ was last trusted
+  std::map<std::pair<std::int64_t, std::string>, HourDelta> pending_hours_;  // (minion, hour)
+  std::vector<std::int64_t> unknown_returns_;  // ret ids of jobs not known here
   // Minion rows this connection wrote or read; dropped on rollback.
   // Looked up by string_view without making a string (a name is rarely
   // short enough for the small-string buffer).

@@ -160,6 +160,7 @@ void SqliteBackend::DeleteJob(std::int64_t id, std::int64_t& budget, CleanResult
   SQLite::Statement unlink(*db_, "UPDATE event SET job_id = NULL WHERE job_id = ?");
   unlink.bind(1, id);
   unlink.exec();
+  UncountJob(id, true);
   SQLite::Statement rets(*db_, "DELETE FROM ret WHERE job_id = ?");
   rets.bind(1, id);
   const int n = rets.exec();

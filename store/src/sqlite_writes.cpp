@@ -27,6 +27,7 @@ JobState SqliteBackend::GetOrCreateJob(const std::string& jid, Micros seen) {
     ins.bind(2, ToUnixMicros(seen));
     ins.exec();
     entry.id = db_->getLastInsertRowid();
+    JobCreated(entry.id, jid);
   }
   return entry;
 }
@@ -66,6 +67,7 @@ void SqliteBackend::PutStubLoad(std::int64_t job, const std::string& load_json,
 }
 
 void SqliteBackend::DropStubMinions(std::int64_t job) {
+  UncountJob(job, false);
   auto& del = Stmt("DELETE FROM job_minion WHERE job_id = ?");
   del.bind(1, job);
   del.exec();
@@ -79,12 +81,16 @@ void SqliteBackend::AddExpected(std::int64_t job, std::span<const std::string> m
   // One statement for the whole list, its ids as a JSON array: a statement
   // run per minion cost a VDBE start each (callgrind: 6,400 instructions a
   // row in ten-minion jobs).
+  std::vector<std::int64_t> minion_ids;
+  minion_ids.reserve(minions.size());
   std::string ids = "[";
   for (const std::string& m : minions) {
+    minion_ids.push_back(MinionId(m));
     if (ids.size() > 1) ids += ',';
-    ids += std::to_string(MinionId(m));
+    ids += std::to_string(minion_ids.back());
   }
   ids += ']';
+  CountExpected(job, minion_ids);
   auto& q = Stmt("INSERT OR IGNORE INTO job_minion (job_id, minion_id) SELECT ?1, value FROM json_each(?2)");
   q.bind(1, job);
   q.bind(2, ids);
@@ -95,15 +101,18 @@ std::optional<ReturnId> SqliteBackend::InsertReturn(const ReturnRow& row) {
   auto& ins = Stmt(
       "INSERT INTO ret (job_id, minion_id, recv_us, success, retcode, full_ret, trimmed)"
       " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, minion_id) DO NOTHING");
+  const std::int64_t minion_id = MinionId(row.minion);
   ins.bind(1, row.job_id);
-  ins.bind(2, MinionId(row.minion));
+  ins.bind(2, minion_id);
   ins.bind(3, ToUnixMicros(row.received));
   BindOutcome(ins, 4, row);
   ins.bind(6, *row.full_ret);
   ins.bind(7, row.trimmed ? 1 : 0);
   ins.exec();
   if (db_->getChanges() == 0) return std::nullopt;
-  return db_->getLastInsertRowid();
+  const ReturnId id = db_->getLastInsertRowid();
+  CountReturn(id, row.job_id, minion_id, row);
+  return id;
 }
 
 std::pair<ReturnId, std::string> SqliteBackend::StoredReturn(std::int64_t job, std::string_view minion) {
@@ -131,6 +140,7 @@ std::optional<std::pair<ReturnId, std::string>> SqliteBackend::FindReturn(
 
 void SqliteBackend::ReplaceReturn(ReturnId id, const ReturnRow& row) {
   FlushEvents();
+  RecountReplaced(id, row);
   // Archived events that share the trimmed payload keep it as their own.
   SQLite::Statement keep(*db_, std::string(kDetachEvents) +
                                    " WHERE job_id = (SELECT job_id FROM ret WHERE id = ?1) AND ret_id = ?1");
@@ -273,6 +283,7 @@ std::int64_t SqliteBackend::MinionId(std::string_view name_view) {
 }
 
 void SqliteBackend::AddExpectedOne(std::int64_t job_id, std::int64_t minion_id) {
+  CountExpected(job_id, {minion_id});
   auto& q = Stmt("INSERT OR IGNORE INTO job_minion (job_id, minion_id) VALUES (?, ?)");
   q.bind(1, job_id);
   q.bind(2, minion_id);

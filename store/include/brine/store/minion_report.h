@@ -7,7 +7,7 @@
 //
 // Cost (docs/web.md, "/minions"): ReadMinionRecords reads the store's hourly
 // rollups per minion (minion_hour, migration 0016 / postgres 0011, which
-// triggers keep exact): for each minion of the page in name order, a range of
+// the store keeps exact as it writes): for each minion of the page in name order, a range of
 // the window's hours in minion_hour's primary key, never the jobs themselves;
 // plus each listed minion's last sign of life as presence reads it (minion_activity.h), three
 // index searches a minion: the newest entry of ret_minion (minion_id, job_id), its start event in
