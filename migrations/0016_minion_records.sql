@@ -18,9 +18,9 @@
 -- The store keeps the sums in the transaction that changes the rows, whoever
 -- writes them (brine-master, an import, retention, a stub's minions being
 -- replaced, a trimmed return replaced by the whole one), so they are exact:
--- on SQLite by set-based statements of the backend per batch
--- (store/src/sqlite_minion_hours.cpp says why not triggers), on PostgreSQL by
--- statement triggers (postgres 0011).
+-- on SQLite by the backend in its write transaction
+-- (store/src/sqlite_minion_hours.cpp says how, and why not triggers), on
+-- PostgreSQL by statement triggers (postgres 0011).
 CREATE TABLE minion_hour (
   minion_id INTEGER NOT NULL,
   hour      TEXT NOT NULL,               -- substr(job.jid, 1, 10)
