@@ -123,10 +123,20 @@ std::optional<ReturnId> PostgresBackend::InsertReturn(const ReturnRow& row) {
     // A job this transaction did not read (JobCache always reads it
     // first); ask, as before batching.
     const std::string t = TimeText(row.received);
+    // Counted in the minions' rollups as AppendReturnInserts counts.
     PgResult r = Query(
-        "INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret, trimmed, job_day)"
+        "WITH ins AS (INSERT INTO ret (job_id, minion_id, recv, success, retcode, full_ret, trimmed, job_day)"
         " SELECT " + Int(row.job_id) + ", " + Int(minion) + ", to_timestamp($1), $2, $3, $4, $5, part_day"
-        " FROM job WHERE id = " + Int(row.job_id) + " ON CONFLICT DO NOTHING RETURNING id",
+        " FROM job WHERE id = " + Int(row.job_id) + " ON CONFLICT DO NOTHING"
+        " RETURNING id, job_id, minion_id, success, retcode, job_day),"
+        " counted AS (INSERT INTO minion_hour AS h (minion_id, hour, writer, targeted, returned, failed)"
+        " SELECT i.minion_id, (SELECT substr(jid, 1, 10) FROM job WHERE id = i.job_id), " + Int(master_row_) + ","
+        " 0, 1, brine_ret_failed(i.retcode, i.success) FROM ins AS i"
+        " WHERE EXISTS (SELECT 1 FROM job_minion AS jm WHERE jm.job_id = i.job_id AND jm.minion_id = i.minion_id"
+        " AND jm.job_day IS NOT DISTINCT FROM i.job_day)"
+        " ON CONFLICT (minion_id, hour, writer) DO UPDATE SET"
+        " returned = h.returned + excluded.returned, failed = h.failed + excluded.failed)"
+        " SELECT id FROM ins",
         {O(t), OBool(row.success), OInt(row.retcode), O(*row.full_ret), OBool(row.trimmed)});
     if (r.rows() == 0) return std::nullopt;
     return r.integer(0, 0);
