@@ -1048,3 +1048,29 @@ TEST_CASE(
                                         "each job's start: the jobs from "));
   CHECK_THAT(html.body, Catch::Contains("2026-11-26T09:00:00"));
 }
+
+TEST_CASE(
+    "web pages: /minions whose last highstates run out of their budget still shows the counts, "
+    "and says the highstates were not looked up",
+    "[web][web-pages][minions-hours]") {
+  Site w({.highstate_budget = std::chrono::milliseconds(0)});
+  const Value v = w.Json("/minions?format=json");
+  CHECK_FALSE(v.Find("highstates_looked_up")->as_bool());
+  REQUIRE(v.Find("minions")->as_list().size() == 5);
+  const Value& web1 = v.Find("minions")->as_list()[3];
+  CHECK(web1.Find("targeted")->as_int() == 17);
+  CHECK(web1.Find("last_highstate")->is_null());
+  const HttpReply html = w.Get("/minions");
+  REQUIRE(html.status == 200);
+  CHECK_THAT(html.body, Catch::Contains("<p class=\"partial\" id=\"highstates-partial\">The last "
+                                        "highstates were not looked up: "));
+  CHECK_THAT(html.body, Catch::Contains("<span class=\"muted\">not looked up</span>"));
+  const Value one = w.Json("/minions/db1?format=json");
+  CHECK_FALSE(one.Find("highstates_looked_up")->as_bool());
+  CHECK(one.Find("targeted")->as_int() == 1);
+  // With the default budget they are looked up.
+  Site whole;
+  const Value all = whole.Json("/minions?format=json");
+  CHECK(all.Find("highstates_looked_up")->as_bool());
+  CHECK_FALSE(all.Find("minions")->as_list()[2].Find("last_highstate")->is_null());  // db1's
+}

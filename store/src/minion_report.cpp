@@ -207,6 +207,8 @@ std::vector<std::optional<StateRun>> ReadLastHighstates(const std::string& datab
                                                         const std::vector<std::string>& minions,
                                                         std::chrono::milliseconds timeout,
                                                         int look_back) {
+  if (timeout.count() <= 0 && !minions.empty())
+    throw SqlTimeoutError("minion report: no time left for the last highstates");
   const auto engine = OpenSqlEngine(database);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const Dialect& d = DialectOf(database);

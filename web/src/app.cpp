@@ -251,9 +251,9 @@ Response App::Route(const Request& request, const std::string& path) {
   if (request.method == "POST") return Text(405, "method not allowed");
   // The pages of h28-pages: the overview, jobs, minions, active, failures.
   if (path == "minions")
-    return MinionsPage(ctx, options_.database, request, clock_.Now());
+    return MinionsPage(ctx, options_.database, request, clock_.Now(), options_.highstate_budget);
   if (path.starts_with("minions/") && path.size() > 8 && path.size() <= 8 + 1024) {
-    return MinionPage(ctx, options_.database, path.substr(8), request, clock_.Now());
+    return MinionPage(ctx, options_.database, path.substr(8), request, clock_.Now(), options_.highstate_budget);
   }
   if (path.empty() || path == "jobs" || path == "active" || path == "failures") {
     auto lease = stores_->Take();

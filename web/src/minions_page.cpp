@@ -48,7 +48,8 @@ Value RecordJson(const store::MinionRecord& r, const std::optional<store::StateR
                      {"last_highstate", HighstateJson(run)}});
 }
 
-Html HighstateCell(const PageContext& ctx, const std::optional<store::StateRun>& run) {
+Html HighstateCell(const PageContext& ctx, const std::optional<store::StateRun>& run, bool looked_up) {
+  if (!looked_up) return Html::Literal("<span class=\"muted\">not looked up</span>");
   if (!run) return Html::Literal("<span class=\"muted\">none</span>");
   Html h = Html::Literal("<a href=\"") + Escape(ctx.base_path + "jobs/" + UrlEncode(run->jid)) +
            Html::Literal("\">") + (run->received ? TimeElement(*run->received) : Escape(run->jid)) +
@@ -96,6 +97,28 @@ void AddCoverage(ValueMap& out, const store::MinionRecords& r) {
   out.emplace_back("counted_until", TimeJson(r.counted_until));
 }
 
+// The last highstates of `names` under `budget`; when it runs out, none
+// (`looked_up` false): the page still shows its counts and last seen.
+std::vector<std::optional<store::StateRun>> LastHighstates(const std::filesystem::path& database,
+                                                           const std::vector<std::string>& names,
+                                                           std::chrono::milliseconds budget, bool& looked_up) {
+  try {
+    looked_up = true;
+    return store::ReadLastHighstates(database, names, budget);
+  } catch (const store::SqlTimeoutError&) {
+    looked_up = false;
+    return std::vector<std::optional<store::StateRun>>(names.size());
+  }
+}
+
+Html HighstatesNote(bool looked_up, std::chrono::milliseconds budget) {
+  if (looked_up) return Html();
+  return Html::Literal("<p class=\"partial\" id=\"highstates-partial\">The last highstates were not looked up: ") +
+         Escape("their share of the page's time budget (" + std::to_string(budget.count()) +
+                " ms) ran out. A minion whose newest state job lies far back reads its returns back to it.") +
+         Html::Literal("</p>");
+}
+
 Response TooBig(const PageContext& ctx, const std::string& format) {
   const std::string message =
       "the minion report ran out of its time budget: the store is busy, try again";
@@ -110,7 +133,7 @@ Response TooBig(const PageContext& ctx, const std::string& format) {
 }  // namespace
 
 Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
-                     const Request& request, Micros now) {
+                     const Request& request, Micros now, std::chrono::milliseconds highstate_budget) {
   const std::string format = request.Query("format");
   const auto window = WindowOf(request, now);
   if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
@@ -120,6 +143,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
   const auto limit = static_cast<std::int64_t>(*parsed_limit);
   store::MinionRecords report;
   std::vector<std::optional<store::StateRun>> runs;
+  bool looked_up = true;
   try {
     const auto started = std::chrono::steady_clock::now();
     store::MinionReportOptions options = ReportOptions(w);
@@ -130,8 +154,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
     for (const auto& r : report.minions) names.push_back(r.minion);
     const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::steady_clock::now() - started);
-    runs = store::ReadLastHighstates(database, names,
-                                     std::max(std::chrono::milliseconds(1), kBudget - spent));
+    runs = LastHighstates(database, names, std::min(highstate_budget, kBudget - spent), looked_up);
   } catch (const store::SqlTimeoutError&) {
     return TooBig(ctx, format);
   }
@@ -149,6 +172,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
                  {"minions", Value(std::move(list))},
                  {"next", next ? Value(*next) : Value()}};
     AddCoverage(out, report);
+    out.emplace_back("highstates_looked_up", looked_up);
     return JsonResponse(200, Value(std::move(out)));
   }
   if (format == "csv") {
@@ -172,7 +196,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
                        "minions.csv");
   }
   Html body = Html::Literal("<h1>Minions</h1>") + WindowForm(ctx, request, w, "minions") +
-              CountedNote(report);
+              CountedNote(report) + HighstatesNote(looked_up, highstate_budget);
   if (records.empty())
     body += Html::Literal("<p id=\"no-minions\">No job of the window expected a minion.</p>");
   if (!records.empty()) {
@@ -196,7 +220,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
               Escape(std::to_string(r.missing)) + Html::Literal("</td><td>") +
               (r.last_seen ? TimeElement(*r.last_seen)
                            : Html::Literal("<span class=\"muted\">never</span>")) +
-              Html::Literal("</td><td class=\"highstate\">") + HighstateCell(ctx, runs[i]) +
+              Html::Literal("</td><td class=\"highstate\">") + HighstateCell(ctx, runs[i], looked_up) +
               Html::Literal("</td></tr>");
     }
     body += Html::Literal("</tbody></table>");
@@ -218,19 +242,21 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
 }
 
 Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
-                    const std::string& minion, const Request& request, Micros now) {
+                    const std::string& minion, const Request& request, Micros now,
+                    std::chrono::milliseconds highstate_budget) {
   const std::string format = request.Query("format");
   const auto window = WindowOf(request, now);
   if (const auto* error = std::get_if<std::string>(&window)) return BadRequest(ctx, format, *error);
   const Window& w = std::get<Window>(window);
   store::MinionRecords report;
   std::optional<store::StateRun> run;
+  bool looked_up = true;
   try {
     store::MinionReportOptions options = ReportOptions(w);
     options.only = minion;
     options.limit = 1;
     report = store::ReadMinionRecords(database, options);
-    run = store::ReadLastHighstates(database, {minion}, kBudget).at(0);
+    run = LastHighstates(database, {minion}, highstate_budget, looked_up).at(0);
   } catch (const store::SqlTimeoutError&) {
     return TooBig(ctx, format);
   }
@@ -241,12 +267,13 @@ Response MinionPage(const PageContext& ctx, const std::filesystem::path& databas
     out.as_map().emplace(out.as_map().begin() + 1, "since", IsoTime(w.since));
     out.as_map().emplace(out.as_map().begin() + 2, "until", TimeJson(w.until));
     AddCoverage(out.as_map(), report);
+    out.as_map().emplace_back("highstates_looked_up", looked_up);
     return JsonResponse(200, out);
   }
   Html body = Html::Literal("<h1>Minion <span id=\"minion\">") + Escape(minion) +
               Html::Literal("</span></h1>") +
               WindowForm(ctx, request, w, "minions/" + UrlEncode(minion)) +
-              CountedNote(report);
+              CountedNote(report) + HighstatesNote(looked_up, highstate_budget);
   body += Html::Literal("<table id=\"record\"><tbody><tr><th>Targeted</th><td class=\"num\">") +
           Escape(std::to_string(record.targeted)) +
           Html::Literal("</td></tr><tr><th>Returned</th><td class=\"num\">") +
@@ -259,7 +286,7 @@ Response MinionPage(const PageContext& ctx, const std::filesystem::path& databas
           (record.last_seen ? TimeElement(*record.last_seen)
                             : Html::Literal("<span class=\"muted\">never</span>")) +
           Html::Literal("</td></tr><tr><th>Last highstate</th><td class=\"highstate\">") +
-          HighstateCell(ctx, run) + Html::Literal("</td></tr></tbody></table>");
+          HighstateCell(ctx, run, looked_up) + Html::Literal("</td></tr></tbody></table>");
   if (run && !run->failed_ids.empty()) {
     body += Html::Literal("<h2>Failed states of its last highstate</h2><ul id=\"failed-states\">");
     for (const std::string& id : run->failed_ids)

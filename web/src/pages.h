@@ -68,9 +68,11 @@ struct JobsPageOptions {
 // Older slices of the window are read only while `slices_budget` has not gone;
 // then the page is partial, with a link to the rest of the window.
 [[nodiscard]] Response MinionsPage(const PageContext& ctx, const std::filesystem::path& database,
-                                   const Request& request, Micros now);
+                                   const Request& request, Micros now,
+                                   std::chrono::milliseconds highstate_budget);
 [[nodiscard]] Response MinionPage(const PageContext& ctx, const std::filesystem::path& database,
-                                  const std::string& minion, const Request& request, Micros now);
+                                  const std::string& minion, const Request& request, Micros now,
+                                  std::chrono::milliseconds highstate_budget);
 // /failures: failed returns and failed states of the newest failed jobs in a window.
 [[nodiscard]] Response FailuresPage(const PageContext& ctx, store::Store& store, const Request& request, Micros now);
 // --- the live pages (events, the SQL console) ----------------------------------

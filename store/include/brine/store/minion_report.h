@@ -99,7 +99,7 @@ struct StateRun {
 // Each of `minions`' last highstate (in their order), looking at its
 // returns to its newest `look_back` state.highstate/state.apply jobs;
 // nullopt when none of them is one. `timeout` is the budget of the whole
-// call. Throws as ReadMinionRecords.
+// call (none: SqlTimeoutError at once). Throws as ReadMinionRecords.
 [[nodiscard]] std::vector<std::optional<StateRun>> ReadLastHighstates(
     const std::string& database, const std::vector<std::string>& minions,
     std::chrono::milliseconds timeout, int look_back = 20);

@@ -63,6 +63,10 @@ class App {
     // The pages' settings (web/src/pages.h).
     std::vector<std::string> hide_functions;          // brine.web_hide_functions
     std::chrono::milliseconds page_budget{2000};      // /jobs's time budget for unindexed filters
+    // /minions and /minions/<id>: the last highstates' share of the page's
+    // budget; past it the page shows the counts without them (a minion
+    // whose newest state job lies far back reads its returns back to it).
+    std::chrono::milliseconds highstate_budget{1500};
     std::chrono::seconds active_window{300};          // brine.active_window_s, for /active
     // The live pages (/events, /events/stream, /sql) and the metrics:
     std::chrono::milliseconds sql_timeout{5000};   // brine.web_sql_timeout_s
