@@ -141,15 +141,21 @@ TEST_CASE("attach: the migration marks the trimmed returns a store held before i
       REQUIRE(s->Returner(Ret(b, Value::Map({{"VALUE_TRIMMED", 1}}))).kind == ReturnOutcome::Kind::kStored);
       REQUIRE(s->Returner(Ret(c, "whole")).kind == ReturnOutcome::Kind::kStored);
     }
-    // Back to the schema before the migration: no column, the old view.
+    // Back to the schema before the migration (SQLite 0015, PostgreSQL
+    // 0010): no column, the old view; and without the one after it
+    // (0016_minion_records / postgres 0011), which the reopening applies again.
     if (sqlite) {
       SQLite::Database db(database, SQLite::OPEN_READWRITE);
       db.exec("DROP VIEW salt_returns; ALTER TABLE ret DROP COLUMN trimmed;"
-              " CREATE VIEW salt_returns AS SELECT 1 AS one; PRAGMA user_version = " +
-              std::to_string(brine::store::LatestSchemaVersion() - 1));
+              " CREATE VIEW salt_returns AS SELECT 1 AS one;"
+              " DROP TABLE minion_hour; DROP INDEX event_auth_minion; PRAGMA user_version = 14");
     } else {
-      (void)PostgresServer::Shared().Query(database, "ALTER TABLE ret DROP COLUMN trimmed CASCADE;"
-                                                     " UPDATE brine_schema SET version = version - 1");
+      (void)PostgresServer::Shared().Query(
+          database,
+          "DROP FUNCTION brine_minion_hour_pairs() CASCADE; DROP FUNCTION brine_minion_hour_return() CASCADE;"
+          " DROP FUNCTION brine_minion_hour_changed() CASCADE; DROP FUNCTION brine_ret_failed(bigint, boolean);"
+          " DROP TABLE minion_hour; DROP INDEX event_auth_minion;"
+          " ALTER TABLE ret DROP COLUMN trimmed CASCADE; UPDATE brine_schema SET version = 9");
     }
     auto s = brine::store::OpenStore(database, {.master_id = "m"});
     CHECK(Row(database, a) == yes + "|cut\n");

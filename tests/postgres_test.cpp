@@ -260,7 +260,9 @@ TEST_CASE("postgres: a batch's writes are parsed and planned once per connection
     const auto colon = line.find(": ", at);
     const std::string name = line.substr(at + 8, colon - at - 8);
     const std::string sql = line.substr(colon + 2);
-    for (const char* head : {"INSERT INTO ret ", "INSERT INTO event", "INSERT INTO job_minion",
+    // Returns and expected minions are inserted in a CTE that also counts
+    // them in the minions' rollups (postgres 0011).
+    for (const char* head : {"WITH ins AS (INSERT INTO ret ", "INSERT INTO event", "WITH ins AS (INSERT INTO job_minion",
                              "UPDATE job SET load", "INSERT INTO job "}) {
       if (!sql.starts_with(head)) continue;
       if (name == "<unnamed>") ++unnamed_writes;
@@ -283,8 +285,8 @@ TEST_CASE("postgres: a batch's writes are parsed and planned once per connection
   // second one for the list given twice): the three committed batches, and
   // nothing of the rolled-back one, whose writes were still waiting.
   REQUIRE(runs["UPDATE job SET load"] == 3);
-  REQUIRE(runs["INSERT INTO ret "] == 3);
-  REQUIRE(runs["INSERT INTO job_minion"] == 3);
+  REQUIRE(runs["WITH ins AS (INSERT INTO ret "] == 3);
+  REQUIRE(runs["WITH ins AS (INSERT INTO job_minion"] == 3);
   REQUIRE(runs["INSERT INTO event"] == 3);
   REQUIRE(server.Query(uri, "SELECT count(*) FROM ret") == "66\n");
   REQUIRE(server.Query(uri, "SELECT count(*) FROM job_minion") == "66\n");
