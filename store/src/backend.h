@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "brine/core/jid.h"
 #include "brine/core/time.h"
 #include "brine/core/value.h"
 #include "brine/store/store.h"
@@ -33,6 +34,13 @@
 #include "retention_plan.h"
 
 namespace brine::store::detail {
+
+// The hour of the minions' hourly rollups (minion_hour, migration 0016 /
+// postgres 0011) that a jid counts in: its first ten characters,
+// YYYYMMDDHH for a time jid (any other keeps its own ten, so a window of
+// hours selects what the same window of jids does).
+inline std::string RollupHour(std::string_view jid) { return std::string(jid.substr(0, 10)); }
+inline std::string RollupHour(Micros t) { return RollupHour(FormatJid(t)); }
 
 // The tail of a DELETE FROM minion_hour (the minions' hourly rollups,
 // migration 0016 / postgres 0011): only the hours that hold no job any more,

@@ -9,6 +9,7 @@
 #include "brine/core/jid.h"
 #include "brine/core/json.h"
 #include "brine/store/sql.h"
+#include "backend.h"
 #include "minion_activity.h"
 #include "sql_batch.h"
 
@@ -165,8 +166,8 @@ MinionRecords ReadMinionRecords(const std::string& database, const MinionReportO
   MinionRecords out;
   // Whole hours: the hour that holds `since` and the one that holds `until`
   // are counted whole (a jid's first ten characters are its hour).
-  const std::string hour_min = FormatJid(options.since).substr(0, 10);
-  const std::string hour_end = options.until ? FormatJid(*options.until).substr(0, 10) + "~" : "~";
+  const std::string hour_min = detail::RollupHour(options.since);
+  const std::string hour_end = options.until ? detail::RollupHour(*options.until) + "~" : "~";
   out.counted_since = HourOf(options.since);
   if (options.until) out.counted_until = HourOf(*options.until) + std::chrono::hours(1) - std::chrono::microseconds(1);
   const auto rows =

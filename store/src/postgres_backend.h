@@ -391,6 +391,7 @@ class PostgresBackend final : public Backend {
     std::unordered_set<std::int64_t> returned;
   };
   std::unordered_map<std::int64_t, ReadJob> read_jobs_;
+  [[nodiscard]] std::optional<std::string> ReadJobHour(std::int64_t job) const;
   std::vector<ReturnId> free_return_ids_;  // drawn from ret's sequence, not yet used
   std::unordered_map<std::string, std::int64_t> minions_;  // dropped on rollback
 };

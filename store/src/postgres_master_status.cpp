@@ -1,7 +1,6 @@
 // PostgresBackend: master_status.sql's tables, brine-master's status row and
 // hourly rollups (master_status.h has the readers' shapes). Writes are
 // deferred into the batch's pipeline as every write is.
-#include "brine/core/jid.h"
 #include "postgres_backend.h"
 #include "postgres_arrays.h"
 
@@ -41,7 +40,7 @@ void PostgresBackend::ForgetHoursBefore(std::int64_t before_us) {
   // The minions' rollups (postgres 0011) of an hour before the cut with no
   // job left; a dropped day's went with its partitions (DropJobDays).
   Defer(std::string("DELETE FROM minion_hour WHERE hour < $1") + kHourHasNoJob,
-        {O(FormatJid(FromUnixMicros(before_us)).substr(0, 10))});
+        {O(RollupHour(FromUnixMicros(before_us)))});
 }
 
 std::vector<std::pair<std::string, MasterInfo>> PostgresBackend::GetMasterInfos() {

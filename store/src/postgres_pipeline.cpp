@@ -162,6 +162,14 @@ ReturnId PostgresBackend::NextReturnId() {
 // repeat), as brine_check_stored's count did (migrations/postgres/0002).
 // The speculative insertion ON CONFLICT takes had cost the server a third
 // of each row's insert (docs/performance.md, issue 16 round 7).
+// The rollup hour of a job read in this transaction; nullopt (the statement
+// reads it from the job's row) for another.
+std::optional<std::string> PostgresBackend::ReadJobHour(std::int64_t job) const {
+  const auto read = read_jobs_.find(job);
+  if (read == read_jobs_.end()) return std::nullopt;
+  return RollupHour(read->second.jid);
+}
+
 void PostgresBackend::AppendReturnInserts(std::vector<PgStatement>& out) {
   for (std::size_t done = 0; done < pending_returns_.size(); done += kReturnsPerInsert) {
     const std::size_t end = std::min(pending_returns_.size(), done + kReturnsPerInsert);
@@ -177,8 +185,7 @@ void PostgresBackend::AppendReturnInserts(std::vector<PgStatement>& out) {
       full_ret.Add(r.full_ret);
       trimmed.Add(std::optional<bool>(r.trimmed));
       day.Add(r.day);
-      const auto read = read_jobs_.find(r.job);
-      hour.Add(read != read_jobs_.end() ? std::optional<std::string>(read->second.jid.substr(0, 10)) : std::nullopt);
+      hour.Add(ReadJobHour(r.job));
     }
     // The returns of expected pairs count in the minions' rollups
     // (minion_hour, postgres 0011) in the same statement: their hour from
@@ -233,8 +240,8 @@ void PostgresBackend::AppendExpectedInserts(std::vector<PgStatement>& out) {
       job.Add(e.job);
       minion.Add(e.minion);
       day.Add(e.day);
+      hour.Add(ReadJobHour(e.job));
       const auto read = read_jobs_.find(e.job);
-      hour.Add(read != read_jobs_.end() ? std::optional<std::string>(read->second.jid.substr(0, 10)) : std::nullopt);
       look.Add(std::optional<bool>(read == read_jobs_.end() || read->second.returned.contains(e.minion)));
     }
     out.push_back({"WITH ins AS (INSERT INTO job_minion (job_id, minion_id, job_day)"

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -61,6 +62,16 @@ inline void BindOutcome(SQLite::Statement& q, int first, const ReturnRow& row) {
   } else {
     q.bind(first + 1);
   }
+}
+
+// Ids as a JSON array, for a statement that reads them with json_each.
+inline std::string JsonIds(std::span<const std::int64_t> ids) {
+  std::string out = "[";
+  for (const std::int64_t id : ids) {
+    if (out.size() > 1) out += ',';
+    out += std::to_string(id);
+  }
+  return out + ']';
 }
 
 inline void BindOptionalText(SQLite::Statement& q, int index, const std::optional<std::string>& v) {
@@ -244,7 +255,7 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   // this connection made is known here, its pairs and returns counted in
   // memory and added at commit; any other goes through set-based statements.
   void JobCreated(std::int64_t job_id, const std::string& jid);
-  void CountExpected(std::int64_t job_id, const std::vector<std::int64_t>& minion_ids);
+  void CountExpected(std::int64_t job_id, std::span<const std::int64_t> minion_ids);
   void CountReturn(ReturnId id, std::int64_t job_id, std::int64_t minion_id, const ReturnRow& row);
   void UncountJob(std::int64_t job_id, bool forget);
   void RecountReplaced(ReturnId id, const ReturnRow& row);
@@ -274,7 +285,7 @@ class SqliteBackend final : public Backend, private MaintenanceBackend {
   // The rollups' state (sqlite_minion_hours.cpp).
   struct KnownJob {
     std::string hour;                                // substr(jid, 1, 10)
-    std::unordered_map<std::int64_t, bool> pairs;    // its expected minions (the value is unused)
+    std::unordered_set<std::int64_t> pairs;          // its expected minions
     std::unordered_map<std::int64_t, bool> returns;  // minion with a return -> it failed
   };
   struct HourDelta {

@@ -1,6 +1,5 @@
 // SqliteBackend: master_status.sql's tables, brine-master's status row and
 // hourly rollups (master_status.h has the readers' shapes).
-#include "brine/core/jid.h"
 #include "sqlite_backend.h"
 
 namespace brine::store::detail {
@@ -45,7 +44,7 @@ void SqliteBackend::ForgetHoursBefore(std::int64_t before_us) {
   // the triggers brought them to zero as the jobs went.
   static const std::string forget = std::string("DELETE FROM minion_hour WHERE hour < ?1") + kHourHasNoJob;
   auto& m = Stmt(forget.c_str());
-  m.bind(1, FormatJid(FromUnixMicros(before_us)).substr(0, 10));
+  m.bind(1, RollupHour(FromUnixMicros(before_us)));
   m.exec();
 }
 

@@ -67,14 +67,14 @@ void SqliteBackend::JobCreated(std::int64_t job_id, const std::string& jid) {
     known_jobs_.clear();
     known_entries_ = 0;
   }
-  known_jobs_[job_id] = KnownJob{.hour = jid.substr(0, 10), .pairs = {}, .returns = {}};
+  known_jobs_[job_id] = KnownJob{.hour = RollupHour(jid), .pairs = {}, .returns = {}};
 }
 
-void SqliteBackend::CountExpected(std::int64_t job_id, const std::vector<std::int64_t>& minion_ids) {
+void SqliteBackend::CountExpected(std::int64_t job_id, std::span<const std::int64_t> minion_ids) {
   if (auto known = known_jobs_.find(job_id); known != known_jobs_.end()) {
     KnownJob& job = known->second;
     for (const std::int64_t minion : minion_ids) {
-      if (!job.pairs.emplace(minion, true).second) continue;
+      if (!job.pairs.insert(minion).second) continue;
       ++known_entries_;
       HourDelta& d = pending_hours_[{minion, job.hour}];
       ++d.targeted;
@@ -86,12 +86,6 @@ void SqliteBackend::CountExpected(std::int64_t job_id, const std::vector<std::in
     return;
   }
   CountUnknownReturns();
-  std::string ids = "[";
-  for (const std::int64_t minion : minion_ids) {
-    if (ids.size() > 1) ids += ',';
-    ids += std::to_string(minion);
-  }
-  ids += ']';
   auto& q = Stmt(
       "INSERT INTO minion_hour (minion_id, hour, targeted, returned, failed)"
       " SELECT n.id, (SELECT substr(jid, 1, 10) FROM job WHERE id = ?1), 1, r.id IS NOT NULL,"
@@ -102,7 +96,7 @@ void SqliteBackend::CountExpected(std::int64_t job_id, const std::vector<std::in
       " ON CONFLICT (minion_id, hour) DO UPDATE SET targeted = targeted + 1,"
       " returned = returned + excluded.returned, failed = failed + excluded.failed");
   q.bind(1, job_id);
-  q.bind(2, ids);
+  q.bind(2, JsonIds(minion_ids));
   q.exec();
 }
 
@@ -125,12 +119,6 @@ void SqliteBackend::CountReturn(ReturnId id, std::int64_t job_id, std::int64_t m
 
 void SqliteBackend::CountUnknownReturns() {
   if (unknown_returns_.empty()) return;
-  std::string ids = "[";
-  for (const std::int64_t id : unknown_returns_) {
-    if (ids.size() > 1) ids += ',';
-    ids += std::to_string(id);
-  }
-  ids += ']';
   auto& q = Stmt(
       "INSERT INTO minion_hour (minion_id, hour, targeted, returned, failed)"
       " SELECT r.minion_id, substr(j.jid, 1, 10), 0, count(*), sum(" BRINE_FAILED("r") ")"
@@ -140,7 +128,7 @@ void SqliteBackend::CountUnknownReturns() {
       " GROUP BY r.minion_id, substr(j.jid, 1, 10)"
       " ON CONFLICT (minion_id, hour) DO UPDATE SET returned = returned + excluded.returned,"
       " failed = failed + excluded.failed");
-  q.bind(1, ids);
+  q.bind(1, JsonIds(unknown_returns_));
   q.exec();
   unknown_returns_.clear();
 }
@@ -149,7 +137,7 @@ void SqliteBackend::UncountJob(std::int64_t job_id, bool forget) {
   if (auto known = known_jobs_.find(job_id); known != known_jobs_.end()) {
     // Everything it counted is known here, some of it still pending.
     KnownJob& job = known->second;
-    for (const auto& [minion, unused] : job.pairs) {
+    for (const std::int64_t minion : job.pairs) {
       HourDelta& d = pending_hours_[{minion, job.hour}];
       --d.targeted;
       if (auto r = job.returns.find(minion); r != job.returns.end()) {

@@ -83,13 +83,8 @@ void SqliteBackend::AddExpected(std::int64_t job, std::span<const std::string> m
   // row in ten-minion jobs).
   std::vector<std::int64_t> minion_ids;
   minion_ids.reserve(minions.size());
-  std::string ids = "[";
-  for (const std::string& m : minions) {
-    minion_ids.push_back(MinionId(m));
-    if (ids.size() > 1) ids += ',';
-    ids += std::to_string(minion_ids.back());
-  }
-  ids += ']';
+  for (const std::string& m : minions) minion_ids.push_back(MinionId(m));
+  const std::string ids = JsonIds(minion_ids);
   CountExpected(job, minion_ids);
   auto& q = Stmt("INSERT OR IGNORE INTO job_minion (job_id, minion_id) SELECT ?1, value FROM json_each(?2)");
   q.bind(1, job);
@@ -283,7 +278,7 @@ std::int64_t SqliteBackend::MinionId(std::string_view name_view) {
 }
 
 void SqliteBackend::AddExpectedOne(std::int64_t job_id, std::int64_t minion_id) {
-  CountExpected(job_id, {minion_id});
+  CountExpected(job_id, std::span(&minion_id, 1));
   auto& q = Stmt("INSERT OR IGNORE INTO job_minion (job_id, minion_id) VALUES (?, ?)");
   q.bind(1, job_id);
   q.bind(2, minion_id);
