@@ -86,16 +86,17 @@ Html StateTable(const Value& ret) {
 }
 
 
-// The ?state= filter's values, with the counts' name each shows.
+// The ?state= filter's values, each with its link's label.
 struct StateFilter {
   const char* name;  // "" for every minion
+  const char* label;
   store::JobMinionQuery::State state;
 };
 constexpr StateFilter kStateFilters[] = {
-    {"", store::JobMinionQuery::State::kAny},
-    {"returned", store::JobMinionQuery::State::kReturned},
-    {"failed", store::JobMinionQuery::State::kFailed},
-    {"missing", store::JobMinionQuery::State::kMissing},
+    {"", "all", store::JobMinionQuery::State::kAny},
+    {"returned", "returned", store::JobMinionQuery::State::kReturned},
+    {"failed", "failed", store::JobMinionQuery::State::kFailed},
+    {"missing", "missing", store::JobMinionQuery::State::kMissing},
 };
 
 // Returned, failed or missing by the page's rule: retcode not 0 or success
@@ -161,7 +162,6 @@ Html CountsNav(const Request& request, const std::string& page,
   const QueryPairs view = ViewOf(request, {"after", "state", "format"});
   // Every minion of the job is either returned or missing (expected, no return).
   const std::int64_t shown[] = {c.returned + c.missing, c.returned - c.failed, c.failed, c.missing};
-  const char* labels[] = {"all", "returned", "failed", "missing"};
   Html nav = Html::Literal("<p id=\"counts\">");
   nav += Html::Literal("<span id=\"count-expected\">") + Escape(std::to_string(c.expected)) +
          Html::Literal("</span> expected, <span id=\"count-returned\">") + Escape(std::to_string(c.returned)) +
@@ -170,10 +170,10 @@ Html CountsNav(const Request& request, const std::string& page,
          Html::Literal("</span> missing</p><nav id=\"state-filter\">Show: ");
   for (std::size_t i = 0; i < std::size(kStateFilters); ++i) {
     const std::string name = kStateFilters[i].name;
-    nav += Html::Literal("<a id=\"show-") + Escape(labels[i]) + Html::Literal("\" href=\"") +
+    nav += Html::Literal("<a id=\"show-") + Escape(kStateFilters[i].label) + Html::Literal("\" href=\"") +
            Escape(page + QueryString(With(view, "state", name))) + Html::Literal("\"") +
            (name == current ? Html::Literal(" aria-current=\"page\"") : Html()) + Html::Literal(">") +
-           Escape(labels[i]) + Html::Literal(" (") + Escape(std::to_string(shown[i])) + Html::Literal(")</a> ");
+           Escape(kStateFilters[i].label) + Html::Literal(" (") + Escape(std::to_string(shown[i])) + Html::Literal(")</a> ");
   }
   nav += Html::Literal("</nav>");
   return nav;
@@ -259,16 +259,7 @@ Response JobPage(const PageContext& ctx, store::Store& store, const std::string&
           MinionForm(here, request);
   if (rows.empty()) body += Html::Literal("<p id=\"no-minions\">No minion of this job on this page.</p>");
   if (!rows.empty()) body += MinionTable(rows);
-  body += Html::Literal("<p class=\"pager\">");
-  if (!query.after.empty()) {
-    body += Html::Literal("<a id=\"first\" href=\"") + Escape(here + QueryString(ViewOf(request, {"after", "format"}))) +
-            Html::Literal("\">First</a> ");
-  }
-  if (page.next) {
-    body += Html::Literal("<a id=\"next\" href=\"") +
-            Escape(here + QueryString(With(ViewOf(request, {"after", "format"}), "after", *page.next))) +
-            Html::Literal("\">Next</a> ");
-  }
+  body += Html::Literal("<p class=\"pager\">") + AfterLinks(here, request, page.next);
   body += Html::Literal("<a id=\"as-json\" href=\"") +
           Escape(here + QueryString(With(ViewOf(request, {"format"}), "format", "json"))) +
           Html::Literal("\">JSON</a></p>");

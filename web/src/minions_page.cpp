@@ -225,18 +225,7 @@ Response MinionsPage(const PageContext& ctx, const std::filesystem::path& databa
     }
     body += Html::Literal("</tbody></table>");
   }
-  body += Html::Literal("<p class=\"pager\">");
-  if (!request.Query("after").empty()) {
-    body += Html::Literal("<a id=\"first\" href=\"") +
-            Escape(ctx.base_path + "minions" + QueryString(ViewOf(request, {"after", "format"}))) +
-            Html::Literal("\">First</a> ");
-  }
-  if (next) {
-    body += Html::Literal("<a id=\"next\" href=\"") +
-            Escape(ctx.base_path + "minions" +
-                   QueryString(With(ViewOf(request, {"after", "format"}), "after", *next))) +
-            Html::Literal("\">Next</a> ");
-  }
+  body += Html::Literal("<p class=\"pager\">") + AfterLinks(ctx.base_path + "minions", request, next);
   body += FormatLinks(ctx, request, "minions") + Html::Literal("</p>");
   return HtmlResponse(200, Layout(ctx, "Minions", body));
 }

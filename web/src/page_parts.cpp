@@ -156,6 +156,18 @@ bool IsStateReturn(const Value& ret) {
   return true;
 }
 
+Html AfterLinks(const std::string& page, const Request& request, const std::optional<std::string>& next) {
+  const QueryPairs view = ViewOf(request, {"after", "format"});
+  Html links;
+  if (!request.Query("after").empty())
+    links += Html::Literal("<a id=\"first\" href=\"") + Escape(page + QueryString(view)) + Html::Literal("\">First</a> ");
+  if (next) {
+    links += Html::Literal("<a id=\"next\" href=\"") + Escape(page + QueryString(With(view, "after", *next))) +
+             Html::Literal("\">Next</a> ");
+  }
+  return links;
+}
+
 std::optional<std::size_t> LimitOf(const Request& request, std::size_t fallback, std::size_t max) {
   const std::string text = request.Query("limit");
   if (text.empty()) return fallback;

@@ -68,6 +68,11 @@ struct Window {
 // "limit: expected a number from 1 to <max>".
 [[nodiscard]] std::string LimitMessage(std::size_t max);
 
+// The "First" (when the request has an `after=` cursor) and "Next" (to
+// `next`, when there is a next page) links of a page at `page` (its path
+// under the base path) paged by `after=`, keeping the rest of the view.
+[[nodiscard]] Html AfterLinks(const std::string& page, const Request& request, const std::optional<std::string>& next);
+
 // A state return: a non-empty map whose every key is "mod_|-id_|-name_|-fun"
 // and every value a map with "result".
 [[nodiscard]] bool IsStateReturn(const Value& ret);
