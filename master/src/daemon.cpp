@@ -5,7 +5,6 @@
 
 #include <grp.h>
 #include <pwd.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,6 +32,7 @@
 #include "logger.h"
 #include "reporter.h"
 #include "service_notify.h"
+#include "signals.h"
 #include "ownership.h"
 #include "reader.h"
 #include "store_lock.h"
@@ -40,28 +40,6 @@
 
 namespace brine::master {
 namespace {
-
-// Signal handlers only set these.
-std::atomic<int> g_stop_signal{0};
-std::atomic<bool> g_reopen_log{false};
-
-extern "C" void OnSignal(int sig) {
-  if (sig == SIGHUP) {
-    g_reopen_log = true;
-  } else {
-    g_stop_signal = sig;
-  }
-}
-
-void InstallSignalHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-}
 
 // Frames one connection may have waiting in ZeroMQ's receive pipe. Kept far
 // above one short-lived sender's burst: libzmq drops what a sender had in
@@ -252,9 +230,20 @@ struct Daemon {
   std::optional<CacheSocket> cache;
   std::optional<AttachedBus> attached;  // brine.bus: attach
   std::optional<Reader> reader;
+  std::optional<Signals> signals;  // blocked from before the first thread of ours
   std::atomic<bool> writer_done{false};
   std::thread writer_thread;
   std::optional<Reporter> reporter;
+
+  // Past the writer's start, an exception that ends the process (one the
+  // reader throws, say) comes here with the writer still running: it
+  // commits what was read, then the members go. Unjoined, the thread's
+  // destructor would abort the process instead.
+  ~Daemon() {
+    if (!writer_thread.joinable()) return;
+    queue->Close();
+    writer_thread.join();
+  }
 };
 
 // The overflow file (overflow.h) the config asks for, or the one the last
@@ -459,14 +448,17 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
                                      .max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes)},
                        d.gaps, d.attach_status, log, d.clock);
   }
+  // Before the writer's thread and the reporter's, which inherit the mask;
+  // libzmq's own threads block every signal.
+  d.signals.emplace();
   d.reader.emplace(ReaderOptions{.max_frame_bytes = static_cast<std::size_t>(cfg.brine.max_frame_bytes),
                                  .source = bus_mode == BusMode::kBind     ? ReaderOptions::Source::kBound
                                            : bus_mode == BusMode::kAttach ? ReaderOptions::Source::kAttached
-                                                                          : ReaderOptions::Source::kNone},
+                                                                          : ReaderOptions::Source::kNone,
+                                 .wake_fd = d.signals->fd()},
                    d.pull, d.pub, *d.cache, *d.acks, *d.queue, *d.archiver, d.clock,
                    d.attached ? &*d.attached : nullptr);
 
-  InstallSignalHandlers();
   d.writer_thread = std::thread([&d] {
     d.writer->Run();
     d.writer_done = true;
@@ -504,8 +496,9 @@ std::optional<int> Start(const Args& args, std::ostream& err, Daemon& d) {
 // The loop: reads the bus and serves the acknowledged socket until SIGTERM or
 // SIGINT; SIGHUP reopens the log.
 void Loop(Daemon& d) {
-  while (g_stop_signal == 0) {
-    if (g_reopen_log.exchange(false)) d.log->Reopen();
+  while (true) {
+    if (d.signals->Take()) d.log->Reopen();
+    if (d.signals->stop_signal() != 0) return;
     d.reader->Turn(std::chrono::milliseconds(100));
   }
 }
@@ -526,7 +519,7 @@ class Stop {
   // `d` must outlive the Stop; its writer thread runs.
   explicit Stop(Daemon& d) : d_(d), started_(std::chrono::steady_clock::now()) {
     (void)NotifyServiceManager("STOPPING=1");
-    d_.log->Log(LogLevel::kInfo, std::string("signal ") + std::to_string(g_stop_signal.load()) + ": draining the bus");
+    d_.log->Log(LogLevel::kInfo, std::string("signal ") + std::to_string(d_.signals->stop_signal()) + ": draining the bus");
   }
 
   // Runs both phases, then closes the sockets. Returns the exit code.

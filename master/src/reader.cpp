@@ -107,6 +107,7 @@ std::size_t Reader::Turn(std::chrono::milliseconds timeout, Bus bus_mode) {
   // Detached: a file appearing in the master's socket folder wakes the reader.
   const bool wake = !bus && options_.source == Source::kAttached && attached_->wake_fd() >= 0;
   if (wake) items_.push_back({nullptr, attached_->wake_fd(), ZMQ_POLLIN, 0});
+  if (options_.wake_fd >= 0) items_.push_back({nullptr, options_.wake_fd, ZMQ_POLLIN, 0});
   // Reconnecting: look again at the next retry.
   if (options_.source == Source::kAttached && !bus) timeout = std::min(timeout, AttachedBus::kRetryInterval);
   const std::size_t first_cache = items_.size();

@@ -36,6 +36,9 @@ struct ReaderOptions {
   // master's own bus (attached_bus.h); kNone no bus at all.
   enum class Source { kBound, kAttached, kNone };
   Source source = Source::kBound;
+  // Polled beside the bus: a descriptor that ends a turn's wait when it is
+  // readable (brine-master's signals, signals.h). -1: none.
+  int wake_fd = -1;
 };
 
 // The reader thread's sockets and one turn of its poll loop.

@@ -10,6 +10,8 @@
 #include <SQLiteCpp/Database.h>
 #include <SQLiteCpp/Statement.h>
 
+#include <catch2/catch.hpp>
+
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -70,7 +72,19 @@ int MasterProcess::Stop() {
     child_->Signal(SIGKILL);
     code = child_->Wait();
   }
-  return code.value_or(-1000);
+  const int result = code.value_or(-1000);
+  if (result != 0) {
+    // What the child said and logged, attached to the assertion that checks
+    // this code, so a failure (an abort under ASan, say) shows its cause.
+    const auto tail = [](const std::string& text) {
+      constexpr std::size_t kKeep = 6000;
+      return text.size() <= kKeep ? text : "[...]" + text.substr(text.size() - kKeep);
+    };
+    UNSCOPED_INFO("brine-master exit code " << result << "; its output:\n"
+                                            << tail(ReadFile(dir_ / "master.out")) << "\nits log's end:\n"
+                                            << tail(ReadFile(log_file())));
+  }
+  return result;
 }
 
 std::int64_t Counter(const std::filesystem::path& db, const std::string& name) {

@@ -29,7 +29,8 @@ class MasterProcess {
 
   // Starts brine-master and waits until its pull socket (or tcp port) answers.
   void Start();
-  // SIGTERM, then waits; returns the exit code.
+  // SIGTERM, then waits; returns the exit code. A code other than 0 attaches
+  // the child's output and its log's end to the next assertion (UNSCOPED_INFO).
   int Stop();
 
   [[nodiscard]] const std::filesystem::path& dir() const { return dir_.path(); }
