@@ -31,16 +31,18 @@ struct Sample {
 
 // Starts argv (argv[0] a path) with stdout to `out_file` and stderr to
 // /dev/null; returns its pid.
+// The child only makes async-signal-safe calls (no allocation between fork
+// and exec: a bench has threads, and one may hold the allocator's lock).
 inline pid_t Spawn(const std::vector<std::string>& argv, const std::filesystem::path& out_file) {
+  std::vector<char*> a;
+  for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+  a.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     const int devnull = open("/dev/null", O_WRONLY);
     const int out = open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     dup2(out, 1);
     dup2(devnull, 2);
-    std::vector<char*> a;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
     execv(a[0], a.data());
     _exit(127);
   }
@@ -122,9 +124,9 @@ inline pid_t StartBenchMaster(const std::filesystem::path& exe, const std::files
                                          << "\nbrine.log_file: " << (dir / "brine-master.log").string()
                                          << "\nkeep_jobs_seconds: 0\nloop_interval: 3600\n"
                                          << extra;
+  const std::string conf = (dir / "conf").string();  // made before the fork, as in Spawn
   const pid_t pid = fork();
   if (pid == 0) {
-    const std::string conf = (dir / "conf").string();
     execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
     _exit(127);
   }

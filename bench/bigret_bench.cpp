@@ -128,10 +128,11 @@ int main(int argc, char** argv) {
   jobs.push_back({"pillar.items, dict of " + std::to_string(args.keys) + " keys", "pillar.items",
                   brine::FormatJid(now + std::chrono::microseconds(1)), BigDict(args.keys), 0, 0, 0});
 
+  // Made before the fork: the child may not allocate (bench_support.h, Spawn).
+  const std::string exe = (args.bin / "brine-master").string();
+  const std::string conf = (dir / "conf").string();
   const pid_t pid = fork();
   if (pid == 0) {
-    const std::string exe = (args.bin / "brine-master").string();
-    const std::string conf = (dir / "conf").string();
     execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
     _exit(127);
   }

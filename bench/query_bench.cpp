@@ -152,10 +152,11 @@ Built BuildOrReuse(const Args& args) {
                                                 << "\nbrine.bus: bind\nbrine.sock_dir: " << (args.store / "sock").string()
                                                 << "\nbrine.log_file: " << (args.store / "brine-master.log").string()
                                                 << "\nkeep_jobs_seconds: 0\nloop_interval: 86400\n";
+  // Made before the fork: the child may not allocate (bench_support.h, Spawn).
+  const std::string exe = (args.bin / "brine-master").string();
+  const std::string conf = (args.store / "conf").string();
   const pid_t pid = fork();
   if (pid == 0) {
-    const std::string exe = (args.bin / "brine-master").string();
-    const std::string conf = (args.store / "conf").string();
     execl(exe.c_str(), exe.c_str(), "-c", conf.c_str(), nullptr);
     _exit(127);
   }

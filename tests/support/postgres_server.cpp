@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -37,6 +38,19 @@ enum class Lifetime { kRunToEnd, kServer };
 // test cannot leave the postmaster behind.
 pid_t Spawn(const std::vector<std::string>& argv, uid_t uid, gid_t gid, const fs::path& cwd,
             const fs::path& log, Lifetime lifetime) {
+  // Everything the child needs is made before the fork: between fork and
+  // exec it may not allocate (the test process has threads; process.cpp's
+  // Argv says why).
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<std::string> env_strings = {"LC_ALL=C"};
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::string_view(*e).rfind("LC_ALL=", 0) != 0) env_strings.emplace_back(*e);
+  }
+  std::vector<char*> env;
+  for (auto& e : env_strings) env.push_back(e.data());
+  env.push_back(nullptr);
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
@@ -58,11 +72,7 @@ pid_t Spawn(const std::vector<std::string>& argv, uid_t uid, gid_t gid, const fs
       if (getppid() != parent) _exit(125);
     }
     if (chdir(cwd.c_str()) != 0) _exit(124);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    setenv("LC_ALL", "C", 1);
-    execv(args[0], args.data());
+    execve(args[0], args.data(), env.data());
     _exit(127);
   }
   return pid;

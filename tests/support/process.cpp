@@ -17,6 +17,11 @@
 namespace brine::test {
 namespace {
 
+// execv's argument array, made in the parent before it forks. Between fork
+// and exec the child may only make async-signal-safe calls: the test process
+// has threads, and one of them can hold the allocator's lock at the fork, so
+// a malloc in the child waits for ever (seen under ASan: a brine-run that
+// never started, killed by Run's timeout with nothing on stderr).
 std::vector<char*> Argv(const std::vector<std::string>& argv) {
   std::vector<char*> out;
   for (const auto& a : argv) out.push_back(const_cast<char*>(a.c_str()));
@@ -54,6 +59,7 @@ RunResult Run(const std::vector<std::string>& argv, std::chrono::seconds timeout
   int out_pipe[2], err_pipe[2];
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
   const pid_t parent = getpid();
+  auto args = Argv(argv);  // before the fork: see Argv
   const pid_t pid = fork();
   if (pid == 0) {
     DetachIntoOwnGroup(parent);
@@ -61,7 +67,6 @@ RunResult Run(const std::vector<std::string>& argv, std::chrono::seconds timeout
     dup2(err_pipe[1], 2);
     const int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
-    auto args = Argv(argv);
     execv(args[0], args.data());
     _exit(127);
   }
@@ -88,6 +93,14 @@ RunResult Run(const std::vector<std::string>& argv, std::chrono::seconds timeout
       }
     }
   }
+  if (open_fds > 0) {
+    // Timed out: say where it was before the kill (a child that never got
+    // to exec still shows the test's own binary).
+    std::error_code ec;
+    const auto exe = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+    r.err += "\n[tests: killed after " + std::to_string(timeout.count()) + " s; it was " + exe.string() +
+             ", waiting in " + ReadFile("/proc/" + std::to_string(pid) + "/wchan") + "]";
+  }
   for (auto& f : fds) {
     if (f.fd >= 0) {
       close(f.fd);
@@ -113,6 +126,7 @@ std::string Describe(const RunResult& r) {
 
 Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& log) : argv_(argv), log_(log) {
   const pid_t parent = getpid();
+  auto args = Argv(argv);  // before the fork: see Argv
   pid_ = fork();
   if (pid_ == 0) {
     DetachIntoOwnGroup(parent);
@@ -121,7 +135,6 @@ Child::Child(const std::vector<std::string>& argv, const std::filesystem::path& 
     dup2(fd, 2);
     const int devnull = open("/dev/null", O_RDONLY);
     dup2(devnull, 0);
-    auto args = Argv(argv);
     execv(args[0], args.data());
     _exit(127);
   }
