@@ -177,11 +177,11 @@ TEST_CASE("master: SIGTERM right after a sender's last frame stores every frame 
 
 TEST_CASE("master: signals arriving all through a burst neither stop nor crash it, and lose nothing",
           "[master][e2e]") {
-  // A signal that lands while the reader is inside libzmq (its recv and send
+  // A signal handled while the reader is inside libzmq (its recv and send
   // poll the socket's command pipe) makes that call fail with EINTR. Once that
-  // escaped the reader and brine-master aborted at a SIGTERM (CI, ASan build).
-  // SIGHUP takes the same handler and only reopens the log, so a stream of
-  // them through a burst hits those calls many times.
+  // escaped the reader and brine-master aborted at a SIGTERM (CI, ASan build;
+  // signals.cpp). SIGHUP is taken the way SIGTERM is and only reopens the log,
+  // so a stream of them through a burst would hit those calls many times.
   MasterProcess m;
   m.Start();
   constexpr int kFrames = 20000;

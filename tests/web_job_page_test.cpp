@@ -6,7 +6,6 @@
 // the cursor, and 400 for a bad limit or state; on SQLite and PostgreSQL.
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cctype>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "brine/store/store.h"
 #include "brine/web/app.h"
 #include "support/http_client.h"
+#include "support/percent_encode.h"
 #include "support/postgres_server.h"
 #include "support/web_site.h"
 
@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 using brine::Value;
 using brine::test::Http;
 using brine::test::HttpReply;
+using brine::test::PercentEncode;
 
 namespace {
 
@@ -96,21 +97,6 @@ struct Site : brine::test::WebSite {
   }
 };
 
-std::string Url(const std::string& text) {
-  std::string out;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      static constexpr char kHex[] = "0123456789ABCDEF";
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 // Every page of `query` (e.g. "&state=failed") with `limit`, following
 // "next": the names in the order seen and each one's state; checks on the
 // way that each page but the last is full and that every page carries the
@@ -120,7 +106,7 @@ std::vector<std::pair<std::string, std::string>> Walk(Site& w, const std::string
   std::string after;
   for (int page = 0; page < 100; ++page) {
     const std::string target = std::string("/jobs/") + kJid + "?format=json&limit=" + std::to_string(limit) + query +
-                               (after.empty() ? "" : "&after=" + Url(after));
+                               (after.empty() ? "" : "&after=" + PercentEncode(after));
     const Value v = w.Json(target);
     INFO(target << ": " << brine::ToJson(v));
     const Value& counts = *v.Find("counts");
@@ -265,15 +251,15 @@ TEST_CASE("web job page: a hostile minion id as the cursor and in the page stays
   CHECK(first.body.find("<script>alert") == std::string::npos);
   CHECK_THAT(first.body, Catch::Contains("<td class=\"minion-id\">&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;</td>"));
   CHECK_THAT(first.body, Catch::Contains("<a id=\"next\" href=\"/jobs/" + std::string(kJid) + "?limit=1&amp;after=" +
-                                         Url(kHostile) + "\">Next</a>"));
+                                         PercentEncode(kHostile) + "\">Next</a>"));
   // The cursor handed back: the page goes on after it, and says it only as text.
-  const HttpReply second = w.Get(std::string("/jobs/") + kJid + "?limit=1&after=" + Url(kHostile) +
-                                 "&minion=" + Url(std::string("<b>") + kHostile));
+  const HttpReply second = w.Get(std::string("/jobs/") + kJid + "?limit=1&after=" + PercentEncode(kHostile) +
+                                 "&minion=" + PercentEncode(std::string("<b>") + kHostile));
   REQUIRE(second.status == 200);
   CHECK(second.body.find("<script>alert") == std::string::npos);
   CHECK(second.body.find("<b>") == std::string::npos);
   CHECK_THAT(second.body, Catch::Contains("value=\"&lt;b&gt;&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;\""));
-  const Value json = w.Json(std::string("/jobs/") + kJid + "?format=json&limit=1&after=" + Url(kHostile));
+  const Value json = w.Json(std::string("/jobs/") + kJid + "?format=json&limit=1&after=" + PercentEncode(kHostile));
   REQUIRE(json.Find("minions")->as_map().size() == 1);
   CHECK(json.Find("minions")->as_map().front().first == "Bupper");
   CHECK(*json.FindString("next") == "Bupper");

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/percent_encode.h"
+
 namespace brine::test {
 namespace {
 
@@ -117,21 +119,6 @@ bool Exited(pid_t pid) {
 
 void Chown(const fs::path& p, uid_t uid, gid_t gid) {
   if (chown(p.c_str(), uid, gid) != 0) throw std::runtime_error("chown " + p.string() + " failed");
-}
-
-std::string PercentEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (isalnum(c) || c == '-' || c == '_' || c == '.') {
-      out += static_cast<char>(c);
-    } else {
-      static const char* kHex = "0123456789ABCDEF";
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
 }
 
 }  // namespace
