@@ -221,6 +221,23 @@ TranslatedStatement TranslateNamedParameters(std::string_view text) {
   return t;
 }
 
+std::string RenameNamedParameters(std::string_view text,
+                                  const std::function<std::string(const std::string&)>& rename) {
+  std::string out;
+  std::size_t copied = 0;
+  ScanPostgres(
+      text, [](std::size_t) {},
+      [&](std::size_t begin, std::size_t end) {
+        if (text[begin] == '$') return;
+        out.append(text.substr(copied, begin - copied));
+        out += ':' + rename(std::string(text.substr(begin + 1, end - begin - 1)));
+        copied = end;
+      },
+      [](std::size_t) {});
+  out.append(text.substr(copied));
+  return out;
+}
+
 std::size_t TranslatedStatement::OriginalOffset(std::size_t translated) const {
   std::pair<std::size_t, std::size_t> at{0, 0};
   for (const auto& p : pieces) {

@@ -15,8 +15,8 @@
 namespace brine::store::detail {
 
 // The rows of `sql` for each of `sets` (a statement's :name parameters), in
-// order. Every parameter `sql` names must be in each set; a name must not be
-// a prefix of another the text uses. Throws as SqlEngine::Run.
+// order. Every parameter `sql` names must be in each set, and no name of the
+// text may end in "_<n>" (each set's are renamed so). Throws as SqlEngine::Run.
 [[nodiscard]] std::vector<std::vector<std::vector<Value>>> RunEach(const SqlEngine& engine, const std::string& sql,
                                                                    const std::vector<ValueMap>& sets,
                                                                    std::chrono::milliseconds timeout);

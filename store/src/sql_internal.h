@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,11 @@ struct TranslatedStatement {
   [[nodiscard]] std::size_t OriginalOffset(std::size_t translated) const;
 };
 [[nodiscard]] TranslatedStatement TranslateNamedParameters(std::string_view text);
+
+// `text` with each `:name` outside quotes, comments and dollar quotes (as
+// TranslateNamedParameters finds them) written `:` + rename(name).
+[[nodiscard]] std::string RenameNamedParameters(std::string_view text,
+                                                const std::function<std::string(const std::string&)>& rename);
 
 // `text` without leading and trailing blanks.
 [[nodiscard]] std::string_view TrimSql(std::string_view text);
